@@ -1,0 +1,27 @@
+# Set-up is part of every target: a fresh machine needs nothing but python3 (>= 3.10) and make.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.qpriv-installed
+
+.PHONY: quickstart test lint bench
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: an open range would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+quickstart: $(STAMP)
+	$(VENV)/bin/qpriv calibrate
+	$(VENV)/bin/qpriv audit channel --eps 0.1
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+
+test: lint
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/quantum_features.py

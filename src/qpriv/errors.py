@@ -1,0 +1,67 @@
+"""Errors that qpriv raises for bad input, and the range checks that raise them.
+
+Every message names the offending value, the valid range and, where there is one, the fix.
+The command line turns these into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+
+class QprivError(Exception):
+    """Base class of every error qpriv raises on purpose."""
+
+
+class InvalidInputError(QprivError, ValueError):
+    """An argument or a data file is outside what the method accepts."""
+
+
+def require_finite(name: str, value: float) -> float:
+    """Return ``value`` as float, or raise if it is NaN or infinite."""
+    value = float(value)
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def require_in_range(
+    name: str,
+    value: float,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = False,
+    high_inclusive: bool = True,
+    hint: str = "",
+) -> float:
+    """Return ``value`` as float if it lies in the interval, else raise a clear error.
+
+    The interval is written in the message the way a mathematician would, e.g. ``(0, 1]``.
+    """
+    value = require_finite(name, value)
+    ok = True
+    if low is not None:
+        ok &= value >= low if low_inclusive else value > low
+    if high is not None:
+        ok &= value <= high if high_inclusive else value < high
+    if not ok:
+        left = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low:g}"
+        right = "inf)" if high is None else f"{high:g}" + ("]" if high_inclusive else ")")
+        message = f"{name} = {value:g} is outside the valid range {left}, {right}"
+        raise InvalidInputError(f"{message}; {hint}" if hint else message)
+    return value
+
+
+def require_positive_int(name: str, value: object) -> int:
+    """Return ``value`` as int if it is an integer >= 1 (bool excluded), else raise."""
+    if isinstance(value, bool):
+        raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}") from None
+    if number < 1:
+        raise InvalidInputError(f"{name} = {number} is outside the valid range [1, inf)")
+    return number

@@ -1,0 +1,245 @@
+"""Finite-shot measurement: exact multinomial counts from outcome probabilities.
+
+N_s shots of a measurement with outcome probabilities q (K outcomes) give counts distributed
+exactly as Multinomial(N_s, q) (LDPT section 5.7): every shot is drawn independently, no Gaussian
+approximation. Frequencies are counts / N_s.
+
+The sampler draws each shot by inverting the cumulative distribution with a guide table
+(Chen and Asau's indexed search). Per row, the thresholds T_k = round(2^30 (q_0 + ... + q_k))
+split [0, 2^30) into K intervals; a shot is a uniform 30-bit integer u and its outcome is the
+number of thresholds <= u. The interval [0, 2^30) is cut into G = 2^ceil(log2(2K)) equal cells;
+a table holds, per cell, the outcome of the cell's first integer, and one comparison finishes
+the search for every shot whose cell contains at most one threshold (all of them when every
+q_k >= 1/G). Shots in cells with more thresholds step on one outcome at a time, and after a
+few steps by binary search. Two shots come from each 64-bit random word and all per-shot work
+is int32. Outcome probabilities are resolved to 2^-30, about 1e-9 (a float32 uniform would
+resolve 2^-24).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+import torch
+from torch import Tensor
+
+from qpriv.errors import InvalidInputError
+
+PROBABILITY_RESOLUTION_BITS = 30
+"""Shots are uniform integers in [0, 2^30); probabilities are rounded to multiples of 2^-30."""
+
+_ONE = 1 << PROBABILITY_RESOLUTION_BITS
+_SHOTS_PER_CHUNK = 1 << 18
+"""Shots drawn per vectorised step: bounds the working memory (a few MiB) whatever the batch."""
+_CELLS_PER_CHUNK = 1 << 22
+"""Guide-table cells per block of rows: keeps row * cell indices well within int32."""
+_MAX_OUTCOMES = 1 << 24
+"""Largest K: the guide table of one row (2K cells) must fit the int32 indices."""
+_LINEAR_STEPS = 4
+"""Steps taken one outcome at a time in crowded cells before the binary-search finish."""
+"""Largest K: the guide table of one row (2K cells) must fit the int32 indices."""
+
+
+def require_n_shots(n_shots: int) -> int:
+    """Return ``n_shots`` if it is an integer >= 1, else raise InvalidInputError."""
+    message = f"n_shots = {n_shots!r} is not valid; the number of shots must be an integer >= 1"
+    if isinstance(n_shots, bool):
+        raise InvalidInputError(message)
+    try:
+        value = operator.index(n_shots)
+    except TypeError:
+        raise InvalidInputError(message) from None
+    if value < 1:
+        raise InvalidInputError(message)
+    return value
+
+
+def _require_probabilities(probs: Tensor) -> None:
+    if not isinstance(probs, Tensor) or not probs.is_floating_point():
+        raise InvalidInputError("probs must be a real floating-point torch.Tensor")
+    if probs.ndim == 0 or probs.shape[-1] == 0:
+        raise InvalidInputError(
+            f"probs must have shape (..., K) with K >= 1 outcomes, got {tuple(probs.shape)}"
+        )
+    if probs.shape[-1] > _MAX_OUTCOMES:
+        raise InvalidInputError(
+            f"probs has {probs.shape[-1]} outcomes; the sampler supports at most {_MAX_OUTCOMES}"
+        )
+    if probs.numel() == 0:
+        return
+    if not bool(torch.isfinite(probs).all()):
+        raise InvalidInputError("probs contain NaN or inf")
+    smallest = float(probs.min())
+    if smallest < 0:
+        raise InvalidInputError(f"probs must be >= 0, found {smallest:.3g}")
+    n_outcomes = probs.shape[-1]
+    tolerance = 1e-6 + 4 * n_outcomes * torch.finfo(probs.dtype).eps
+    error = float((probs.double().sum(-1) - 1.0).abs().max())
+    if error > tolerance:
+        raise InvalidInputError(
+            f"every row of probs must sum to 1 (within {tolerance:.2g}); "
+            f"the worst row is off by {error:.3g}"
+        )
+
+
+def _n_cells(n_outcomes: int) -> int:
+    """Guide-table cells per row: the smallest power of two >= 2K (at least 2)."""
+    return 1 << max(1, (2 * n_outcomes - 1).bit_length())
+
+
+@functools.lru_cache(maxsize=64)
+def _offsets(n_rows: int, stride: int, device: torch.device) -> Tensor:
+    """0, stride, 2 stride, ... as an int32 column (n_rows, 1)."""
+    return torch.arange(0, n_rows * stride, stride, dtype=torch.int32, device=device)[:, None]
+
+
+@functools.lru_cache(maxsize=64)
+def _global_outcomes(n_rows: int, n_outcomes: int, device: torch.device) -> Tensor:
+    """row * K + k for every row and outcome, flat int32."""
+    return torch.arange(n_rows * n_outcomes, dtype=torch.int32, device=device)
+
+
+class _GuideTable:
+    """Inverse-CDF lookup structures for a block of S rows with K outcomes each.
+
+    Thresholds T_k = round(2^30 cdf_k) (T_{K-1} = 2^30); cell c covers [c W, (c + 1) W) with
+    W = 2^30 / G. ``guide[c]`` is the outcome of u = c W, i.e. #{k : T_k <= c W}, stored as the
+    global index row * K + k. A cell is crowded when it holds two or more thresholds. All
+    integers fit in int32.
+    """
+
+    def __init__(self, probs: Tensor) -> None:
+        n_rows, n_outcomes = probs.shape
+        device = probs.device
+        self.n_cells = _n_cells(n_outcomes)
+        self.shift = PROBABILITY_RESOLUTION_BITS - (self.n_cells.bit_length() - 1)
+        cdf = probs.cumsum(dim=1, dtype=torch.float64)
+        thresholds = cdf.mul_(_ONE / cdf[:, -1:]).round_().to(torch.int32)
+        thresholds[:, -1] = _ONE
+        self.thresholds = thresholds
+        # ceil(T_k / W): the first cell whose start is >= T_k, in [0, G]. The cells from
+        # ceil(T_{k-1} / W) to ceil(T_k / W) - 1 start inside outcome k's interval.
+        spans = (thresholds + ((1 << self.shift) - 1)).bitwise_right_shift_(self.shift)
+        spans[:, 1:] -= spans[:, :-1].clone()
+        self.guide = torch.repeat_interleave(
+            _global_outcomes(n_rows, n_outcomes, device),
+            spans.reshape(-1),
+            output_size=n_rows * self.n_cells,
+        )
+        # Two thresholds share a cell only if two consecutive first cells are equal (a zero
+        # span; the first column is zero only for a zero-probability first outcome, harmless).
+        self.any_crowded = bool(spans.amin() == 0)
+        self.thresholds_minus_one = (thresholds - 1).reshape(-1)
+        self.cell_offsets = _offsets(n_rows, self.n_cells, device)
+
+    def outcomes(self, u: Tensor) -> Tensor:
+        """Global outcome index row * K + k for uniform integers u in [0, 2^30) of shape (S, n)."""
+        flat_u = u.reshape(-1)
+        cell = (u >> self.shift).add_(self.cell_offsets).reshape(-1)
+        outcome = self.guide.index_select(0, cell)
+        # -1 where u >= T_k (so the outcome moves one up), else 0; no int32 overflow is possible.
+        step = self.thresholds_minus_one.index_select(0, outcome).sub_(flat_u)
+        outcome.sub_(step.bitwise_right_shift_(31))
+        if self.any_crowded:
+            self._finish_crowded(outcome, flat_u)
+        return outcome
+
+    def _finish_crowded(self, outcome: Tensor, flat_u: Tensor) -> None:
+        """Step on, in place, the shots whose cell holds more thresholds than the one passed.
+
+        A shot still has u >= T_outcome only if its cell is crowded; it moves up one outcome at
+        a time until T_outcome > u (T_{K-1} = 2^30 stops every shot inside its own row). After
+        a few steps the rare shots left (cells with many tiny probabilities) are finished by
+        binary search, so the number of vectorised steps stays bounded.
+        """
+        thresholds_minus_one = self.thresholds_minus_one
+        pending = (thresholds_minus_one.index_select(0, outcome) < flat_u).nonzero().squeeze(1)
+        pending_u = flat_u.index_select(0, pending)
+        pending_outcome = outcome.index_select(0, pending)
+        for _ in range(_LINEAR_STEPS):
+            if not pending.numel():
+                return
+            pending_outcome += 1
+            outcome.index_copy_(0, pending, pending_outcome)
+            more = thresholds_minus_one.index_select(0, pending_outcome) < pending_u
+            pending, pending_u = pending[more], pending_u[more]
+            pending_outcome = pending_outcome[more]
+        if pending.numel():
+            n_rows, n_outcomes = self.thresholds.shape
+            rows = torch.arange(n_rows, device=flat_u.device, dtype=torch.int64)[:, None]
+            sorted_all = (self.thresholds.to(torch.int64) + rows * _ONE).reshape(-1)
+            pending_rows = torch.div(pending_outcome, n_outcomes, rounding_mode="floor")
+            queries = pending_rows.to(torch.int64) * _ONE + pending_u.to(torch.int64)
+            exact = torch.searchsorted(sorted_all, queries, right=True).to(torch.int32)
+            outcome.index_copy_(0, pending, exact)
+
+
+def _uniform_integers(shape: tuple[int, int], *, generator: torch.Generator | None,
+                      device: torch.device) -> Tensor:
+    """Independent uniform integers in [0, 2^30) as int32, two from each 64-bit random word."""
+    total = shape[0] * shape[1]
+    words = torch.empty((total + 1) // 2, dtype=torch.int64, device=device)
+    words.random_(-(2**63), None, generator=generator)
+    return words.view(torch.int32)[:total].bitwise_and_(_ONE - 1).view(shape)
+
+
+def _block_counts(probs: Tensor, n_shots: int, generator: torch.Generator | None) -> Tensor:
+    n_rows, n_outcomes = probs.shape
+    table = _GuideTable(probs)
+    piece = max(1, min(n_shots, _SHOTS_PER_CHUNK // n_rows))
+    counts = None
+    for drawn in range(0, n_shots, piece):
+        u = _uniform_integers((n_rows, min(piece, n_shots - drawn)), generator=generator,
+                            device=probs.device)
+        piece_counts = torch.bincount(table.outcomes(u), minlength=n_rows * n_outcomes)
+        counts = piece_counts if counts is None else counts.add_(piece_counts)
+    return counts.view(n_rows, n_outcomes)
+
+
+def multinomial_counts_unchecked(
+    probs: Tensor, n_shots: int, *, generator: torch.Generator | None
+) -> Tensor:
+    """Counts of shape (R, K), int64, for valid probability rows (R, K); no input checks.
+
+    The kernel behind :func:`sample_counts`; callers guarantee that rows are non-negative, finite
+    and sum to one, and that ``n_shots >= 1``. Rows are processed in blocks and shots in pieces,
+    so the working memory stays bounded whatever R and ``n_shots``.
+    """
+    n_rows, n_outcomes = probs.shape
+    rows_per_block = max(
+        1, min(_SHOTS_PER_CHUNK // n_shots, _CELLS_PER_CHUNK // _n_cells(n_outcomes))
+    )
+    counts = torch.empty(n_rows, n_outcomes, dtype=torch.int64, device=probs.device)
+    for start in range(0, n_rows, rows_per_block):
+        stop = min(start + rows_per_block, n_rows)
+        counts[start:stop] = _block_counts(probs[start:stop], n_shots, generator)
+    return counts
+
+
+def sample_counts(
+    probs: Tensor, n_shots: int, *, generator: torch.Generator | None = None
+) -> Tensor:
+    """Exact multinomial shot counts: Multinomial(n_shots, probs) independently per row.
+
+    Args:
+        probs: outcome probabilities of shape (..., K), non-negative rows summing to 1.
+        n_shots: shots per row, an integer >= 1.
+        generator: torch generator on the device of ``probs`` (default: torch's global one).
+            It advances, so every call draws fresh shots.
+
+    Returns:
+        int64 counts of shape (..., K), each row summing to ``n_shots``.
+    """
+    _require_probabilities(probs)
+    n_shots = require_n_shots(n_shots)
+    flat = probs.reshape(-1, probs.shape[-1])
+    return multinomial_counts_unchecked(flat, n_shots, generator=generator).view(probs.shape)
+
+
+def frequencies(counts: Tensor, *, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Relative frequencies counts / (total shots of the row), shape (..., K), in ``dtype``."""
+    totals = counts.sum(dim=-1, keepdim=True)
+    if counts.numel() and not bool((totals > 0).all()):
+        raise InvalidInputError("every row of counts needs at least one shot to give frequencies")
+    return counts.to(dtype) / totals.to(dtype)

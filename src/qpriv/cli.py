@@ -1,0 +1,242 @@
+"""The ``qpriv`` command line.
+
+Every privacy number it prints carries its kind (local eps-QDP per pass, composed, or global
+(eps, delta)-DP) and its accounting (``paper`` or ``rigorous``). With ``--json`` the last line of
+standard output is one JSON object. Bad input exits with code 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+
+from qpriv.errors import QprivError
+from qpriv.tables import format_table
+
+
+class UsageError(QprivError):
+    """A command-line argument that argparse rejected."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2, no usage dump
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def _emit_json(payload: dict) -> None:
+    print(json.dumps(payload, allow_nan=False, default=_jsonable))
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+# --- qpriv calibrate ------------------------------------------------------------------------
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from qpriv.privacy.calibration import FIDELITY_NOTE, calibrate
+    from qpriv.privacy.composition import advanced_composition, basic_composition
+
+    rows, notes = [], []
+    for eps in args.eps:
+        cal = calibrate(eps, d=args.d, dim=args.dim, alpha=args.alpha, d_model=args.d_model)
+        row = {k: getattr(cal, k) for k in
+               ("eps_s", "eps_ch", "eps_me", "p", "gamma", "sigma", "fidelity", "fidelity_paper")}
+        row["eps_basic"] = basic_composition(eps, epochs=args.epochs)
+        row["eps_advanced"] = advanced_composition(
+            eps, epochs=args.epochs, delta_prime=args.delta_prime
+        )
+        rows.append(row)
+        notes += [f"eps_s = {eps:g}: {n}" for n in cal.notes]
+    if any(r["fidelity_paper"] is not None for r in rows):
+        notes.append(FIDELITY_NOTE)
+    if args.json:
+        _emit_json({
+            "rows": rows,
+            "epochs": args.epochs,
+            "delta_prime": args.delta_prime,
+            "labels": {
+                "eps_s": "local eps-QDP per pass, accounting=paper",
+                "eps_ch": "local eps-QDP per pass (channel share), accounting=paper",
+                "eps_me": "local eps-QDP per pass (measurement share), accounting=paper",
+                "eps_basic": "composed over epochs (eq. 16), accounting=paper",
+                "eps_advanced": "composed over epochs with delta' (eq. 17), accounting=paper",
+            },
+            "notes": notes,
+        })
+        return 0
+    print("Table 7: calibration chain (local eps-QDP per pass, accounting=paper; "
+          f"d = {args.d:g}, D = {args.dim}, d_model = {args.d_model})")
+    print(format_table(
+        ["eps_s", "eps_ch", "eps_me", "p", "gamma", "sigma", "fidelity", "fidelity (paper)"],
+        [[r["eps_s"], r["eps_ch"], r["eps_me"], r["p"], r["gamma"], r["sigma"], r["fidelity"],
+          r["fidelity_paper"]] for r in rows],
+    ))
+    print(f"\nTable 1: composition over T = {args.epochs} epochs "
+          f"(composed, accounting=paper; delta' = {args.delta_prime:g})")
+    print(format_table(
+        ["eps_s", "basic T*eps_s", "advanced (eq. 17)"],
+        [[r["eps_s"], r["eps_basic"], r["eps_advanced"]] for r in rows],
+    ))
+    for note in notes:
+        print(f"note: {note}")
+    print("These are the paper's formulas for one use of the channel per token. The features "
+          "release N_s shots of each token's state, which they do not account for (SPEC 8.2).")
+    return 0
+
+
+# --- qpriv audit channel --------------------------------------------------------------------
+
+def _cmd_audit_channel(args: argparse.Namespace) -> int:
+    from qpriv.privacy.audit import audit_channel
+
+    audit = audit_channel(args.eps, d=args.d, dim=args.dim, pairs=args.pairs, seed=args.seed)
+    payload = {
+        "eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound, "dmax_max": audit.dmax_max,
+        "dmax_closed_form": audit.dmax_closed_form, "slack": audit.slack, "p": audit.p,
+        "gamma": audit.gamma, "d": audit.d, "dim": audit.dim, "pairs": audit.pairs,
+        "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting,
+    }
+    if args.json:
+        _emit_json(payload)
+    else:
+        print(f"Channel audit at eps_s = {audit.eps_s:g} (p = {audit.p:.4f}, "
+              f"gamma = {audit.gamma:.4f}, D = {audit.dim}, d = {audit.d:g}, "
+              f"{audit.pairs} neighbouring pure pairs through the simulated Lindblad channel)")
+        print(f"  Theorem 1 bound eps_ch        {audit.eps_ch_bound:.6f}  ({audit.kind})")
+        print(f"  worst exact D_max found       {audit.dmax_max:.6f}")
+        print(f"  worst case, closed form       {audit.dmax_closed_form:.6f}")
+        print(f"  slack (bound / worst D_max)   {audit.slack:.2f}x")
+        print(f"  {'PASS' if audit.passed else 'FAIL'}: 0 < D_max <= eps_ch")
+    return 0 if audit.passed else 1
+
+
+# --- qpriv train ----------------------------------------------------------------------------
+
+def _labelled(entry: object) -> str:
+    """``0.1 (local eps-QDP per pass, accounting=paper)`` from a labelled result entry."""
+    if not isinstance(entry, dict):
+        return "—"
+    return f"{entry['value']:.4g} ({entry['kind']}, accounting={entry['accounting']})"
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from qpriv.forecasting.run import run_forecast
+
+    result = run_forecast(
+        dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
+        horizon=args.horizon, method=args.method, eps=args.eps, epochs=args.epochs,
+        seed=args.seed, max_train_windows=args.max_train_windows,
+        max_eval_windows=args.max_eval_windows, out_dir=args.out, resume=args.resume,
+        progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
+    )
+    if args.json:
+        _emit_json(result)
+        return 0
+    params = result["params"]
+    print(f"{result['method']} on {result['dataset']}, H = {result['horizon']}: "
+          f"test MSE {result['mse']:.4f}, MAE {result['mae']:.4f} (z-scored), "
+          f"best val loss {result['val_loss']:.4f} at epoch {result['best_epoch']}/"
+          f"{result['epochs']}, {result['seconds_per_epoch']:.1f} s/epoch, "
+          f"{params['total']:,} parameters")
+    print(f"  privacy: {result['privacy']}")
+    if result.get("eps_per_pass"):
+        print(f"  eps per pass   {_labelled(result['eps_per_pass'])}")
+        print(f"  eps basic      {_labelled(result['eps_basic'])}")
+        print(f"  eps advanced   {_labelled(result['eps_advanced'])}")
+        print(f"  noise          p = {result['p']:.4f}, gamma = {result['gamma']:.4f}, "
+              f"sigma = {result['sigma']:.4f}")
+        for note in result.get("privacy_notes", []):
+            print(f"  note: {note}")
+    if args.out:
+        print(f"  written to {args.out}")
+    return 0
+
+
+# --- parser ---------------------------------------------------------------------------------
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``qpriv`` argument parser."""
+    parser = _Parser(prog="qpriv", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    cal = sub.add_parser("calibrate", help="Algorithm 1 and Tables 7 and 1 for given budgets")
+    cal.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 1.0, 5.0],
+                     help="per-pass budgets eps_s (default: 0.1 0.5 1 5)")
+    cal.add_argument("--epochs", type=_positive_int, default=20)
+    cal.add_argument("--delta-prime", type=float, default=1e-6)
+    cal.add_argument("--d", type=float, default=0.1, help="trace-distance bound (full norm)")
+    cal.add_argument("--dim", type=int, default=16, help="Hilbert space dimension D = 2^n")
+    cal.add_argument("--alpha", type=float, default=0.8, help="channel share of eps_s")
+    cal.add_argument("--d-model", type=_positive_int, default=128)
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    cal.set_defaults(handler=_cmd_calibrate)
+
+    audit = sub.add_parser("audit", help="privacy audits")
+    audit_sub = audit.add_subparsers(dest="audit", required=True, parser_class=_Parser)
+    ch = audit_sub.add_parser("channel", help="exact D_max of neighbouring states vs Theorem 1")
+    ch.add_argument("--eps", type=float, default=0.1, help="per-pass budget eps_s")
+    ch.add_argument("--pairs", type=_positive_int, default=2000)
+    ch.add_argument("--d", type=float, default=0.1)
+    ch.add_argument("--dim", type=int, default=16)
+    ch.add_argument("--seed", type=int, default=0)
+    ch.add_argument("--json", action="store_true")
+    ch.set_defaults(handler=_cmd_audit_channel)
+    tr = sub.add_parser("train", help="train and test one forecaster (LDPT or a baseline)")
+    src = tr.add_mutually_exclusive_group()
+    src.add_argument("--dataset", default="ETTh1", help="ETTh1 or ETTh2 (default ETTh1)")
+    src.add_argument("--csv", help="any CSV with a 'date' column and numeric channels")
+    tr.add_argument("--columns", nargs="+", help="channels of --csv to use (default: all)")
+    tr.add_argument("--data-dir", help="file or directory holding the dataset")
+    tr.add_argument("--horizon", type=_positive_int, default=24)
+    tr.add_argument("--method", default="ldpt", help="classical, ldpt, ldpt-clean, ...")
+    tr.add_argument("--eps", type=float, default=0.1, help="per-pass budget eps_s (ldpt)")
+    tr.add_argument("--epochs", type=_positive_int, default=20)
+    tr.add_argument("--seed", type=int, default=2024)
+    tr.add_argument("--max-train-windows", type=_positive_int)
+    tr.add_argument("--max-eval-windows", type=_positive_int)
+    tr.add_argument("--eval-passes", type=_positive_int, default=1,
+                    help="test passes to average (predictions are stochastic)")
+    tr.add_argument("--threads", type=_positive_int, help="torch CPU threads")
+    tr.add_argument("--out", help="directory for config, checkpoints and result.json")
+    tr.add_argument("--resume", action="store_true", help="continue the run in --out")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar")
+    tr.add_argument("--json", action="store_true")
+    tr.set_defaults(handler=_cmd_train)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``qpriv`` console script."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except QprivError as err:
+        print(f"qpriv: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("qpriv: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `qpriv calibrate | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

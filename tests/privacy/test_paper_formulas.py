@@ -165,3 +165,21 @@ def test_bad_input_names_the_value(call, needle):
     with pytest.raises(InvalidInputError) as err:
         call()
     assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("eps_s", sorted(TABLE7))
+def test_calibrated_rate_gives_the_calibrated_channel(eps_s):
+    """Cross-check: Algorithm 1's gamma through the QuTiP propagator is E_p with Table 7's p,
+    and its fidelity with a pure state is the closed form 1 - p + p/D."""
+    import torch
+
+    from qpriv.quantum.channels import apply_superoperator, depolarize, depolarizing_propagator
+    from qpriv.quantum.states import density_matrix, fidelity
+
+    cal = calibrate(eps_s)
+    propagator = depolarizing_propagator(4, gamma=cal.gamma, t=cal.t)
+    psi = torch.randn(3, 16, dtype=torch.complex128, generator=torch.Generator().manual_seed(5))
+    psi = psi / torch.linalg.vector_norm(psi, dim=-1, keepdim=True)
+    rho_t = apply_superoperator(propagator, density_matrix(psi))
+    assert torch.allclose(rho_t, depolarize(density_matrix(psi), cal.p), atol=1e-10)
+    assert fidelity(psi, rho_t).real.numpy() == pytest.approx([cal.fidelity] * 3, abs=1e-10)

@@ -19,7 +19,7 @@ from qpriv.quantum import (
     depolarized_pure_purity,
     depolarizing_collapse_operators,
     depolarizing_liouvillian,
-    depolarizing_p,
+    depolarizing_p_from_rate,
     depolarizing_propagator,
     depolarizing_rate,
     fidelity,
@@ -74,7 +74,7 @@ def test_hamiltonian_adds_a_fixed_unitary_after_the_same_depolarization(density_
         depolarizing_propagator(2, gamma=gamma, t=t, hamiltonian=hamiltonian), rho
     )
     unitary = torch.from_numpy(scipy.linalg.expm(-1j * t * hamiltonian.numpy()))
-    expected = depolarize(unitary @ rho @ unitary.conj().T, depolarizing_p(gamma, t))
+    expected = depolarize(unitary @ rho @ unitary.conj().T, depolarizing_p_from_rate(gamma, t))
     assert float((evolved - expected).abs().max()) < 1e-10
 
 
@@ -88,10 +88,10 @@ def test_propagator_is_cached_and_returned_as_a_copy() -> None:
 
 def test_rate_and_probability_are_inverse() -> None:
     for p in (0.0, 0.029, 0.566, 0.765, 0.9505):
-        assert depolarizing_p(depolarizing_rate(p)) == pytest.approx(p, abs=1e-14)
+        assert depolarizing_p_from_rate(depolarizing_rate(p)) == pytest.approx(p, abs=1e-14)
     # LDPT Table 7 at eps_s = 0.1: gamma = 3.006 for p = 0.951.
     assert depolarizing_rate(0.9505) == pytest.approx(3.006, abs=5e-4)
-    assert depolarizing_p(2.0, 0.5) == pytest.approx(1 - math.exp(-1.0), abs=1e-15)
+    assert depolarizing_p_from_rate(2.0, 0.5) == pytest.approx(1 - math.exp(-1.0), abs=1e-15)
 
 
 def test_depolarize_limits_and_trace(density_matrices) -> None:

@@ -20,7 +20,7 @@ from qpriv.quantum.channels import (
     depolarized_pure_purity,
     depolarizing_collapse_operators,
     depolarizing_liouvillian,
-    depolarizing_p,
+    depolarizing_p_from_rate,
     depolarizing_propagator,
     depolarizing_rate,
 )
@@ -63,7 +63,7 @@ __all__ = [
     "depolarized_pure_purity",
     "depolarizing_collapse_operators",
     "depolarizing_liouvillian",
-    "depolarizing_p",
+    "depolarizing_p_from_rate",
     "depolarizing_propagator",
     "depolarizing_rate",
     "fidelity",

@@ -14,7 +14,8 @@ vec(rho(t)) = e^{L t} vec(rho(0)), is
 
     rho(t) = e^{-gamma t} rho + (1 - e^{-gamma t}) tr(rho) I / D,
 
-the depolarizing channel E_p of Theorem 1 with p = 1 - e^{-gamma t} (:func:`depolarizing_p`).
+the depolarizing channel E_p of Theorem 1 with p = 1 - e^{-gamma t}
+(:func:`depolarizing_p_from_rate`).
 An optional data-independent Hamiltonian H adds -i[H, rho]; because the dissipator commutes with
 every unitary conjugation, e^{L t} is then rho -> E_p(U rho U^+) with U = e^{-i H t}: the same
 depolarizing strength after a fixed unitary.
@@ -57,7 +58,7 @@ def _require_n_qubits(n_qubits: int) -> int:
     return n
 
 
-def depolarizing_p(gamma: float, t: float = 1.0) -> float:
+def depolarizing_p_from_rate(gamma: float, t: float = 1.0) -> float:
     """Depolarizing probability p = 1 - e^{-gamma t} reached by the Lindblad channel at time t.
 
     The inverse of LDPT eq. (7); gamma >= 0 and t >= 0.

@@ -1,0 +1,131 @@
+"""The frozen configuration of the LDPT forecaster's backbone (SPEC section 3, paper section 7.2).
+
+One :class:`ModelConfig` describes every method of SPEC section 4: the methods differ only in
+which fields they set (see :mod:`qpriv.forecasting.methods`). Every field is checked when the
+config is built, so a bad value fails before any data is loaded or any file is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from qpriv.errors import InvalidInputError, require_in_range
+
+NORMS = ("qc-adaln", "layernorm")
+
+
+def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
+    if isinstance(value, bool) or int(value) != value or value < low:
+        message = f"{name} = {value!r} is not an integer >= {low}"
+        raise InvalidInputError(f"{message}; {hint}" if hint else message)
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and noise settings of one forecaster.
+
+    Shapes: the input is ``(B, L, C)`` with ``L = seq_len`` and ``C = n_channels``; the output is
+    ``(B, H, C)`` with ``H = horizon``. Each channel is cut into ``n_tokens`` tokens of length
+    ``dim`` (= D, the Hilbert space dimension of the ``log2(dim)``-qubit register) at ``stride``.
+
+    Noise fields (paper eqs. 6-8, 13-15): ``p`` is the depolarizing probability of the channel,
+    ``n_shots`` the SIC-POVM shots per token (``None``: exact probabilities), ``sigma`` the
+    injection scale, ``k`` the output amplification of noise #3, ``inject`` switches the three
+    injections on. ``gate`` is the fixed classical gate g of eq. 11 (1.0: the attention sees only
+    quantum features). ``norm`` is ``"qc-adaln"`` (eq. 12) or ``"layernorm"`` (the Table 10
+    ablation). ``dropout`` defaults to 0.0 because the paper states none.
+    """
+
+    seq_len: int = 336
+    horizon: int = 24
+    n_channels: int = 7
+    dim: int = 16
+    stride: int = 4
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 1
+    d_ff: int = 256
+    dropout: float = 0.0
+    use_quantum: bool = True
+    p: float = 0.0
+    n_shots: int | None = 1024
+    sigma: float = 0.0
+    k: float = 2.0
+    inject: bool = True
+    norm: str = "qc-adaln"
+    gate: float = 1.0
+
+    def __post_init__(self) -> None:
+        _require_int("dim (token length D)", self.dim, low=2)
+        if self.dim & (self.dim - 1):
+            raise InvalidInputError(
+                f"dim = {self.dim} is not a power of two; a token of length D is amplitude-"
+                "encoded into log2(D) qubits, so D must be 2, 4, 8, 16, ..."
+            )
+        _require_int(
+            "seq_len (input length L)", self.seq_len, low=self.dim,
+            hint=f"the input must hold at least one token of length dim = {self.dim}",
+        )
+        _require_int("horizon (H)", self.horizon, low=1, hint="forecast at least one step")
+        _require_int("n_channels (C)", self.n_channels, low=1)
+        _require_int("stride", self.stride, low=1)
+        _require_int("n_heads", self.n_heads, low=1)
+        _require_int(
+            "d_model", self.d_model, low=self.n_heads,
+            hint=f"d_model must be a multiple of n_heads = {self.n_heads}",
+        )
+        if self.d_model % self.n_heads:
+            raise InvalidInputError(
+                f"d_model = {self.d_model} is not a multiple of n_heads = {self.n_heads}; "
+                "choose d_model = n_heads * head_dim"
+            )
+        _require_int("n_layers", self.n_layers, low=1)
+        _require_int("d_ff", self.d_ff, low=1)
+        require_in_range("dropout", self.dropout, low=0.0, low_inclusive=True, high=1.0,
+                         high_inclusive=False)
+        require_in_range("p (depolarizing probability)", self.p, low=0.0, low_inclusive=True,
+                         high=1.0)
+        if self.n_shots is not None:
+            _require_int("n_shots", self.n_shots, low=1,
+                         hint="use None for exact outcome probabilities")
+        require_in_range("sigma (injection scale)", self.sigma, low=0.0, low_inclusive=True)
+        require_in_range("k (noise #3 amplification)", self.k, low=0.0, low_inclusive=True)
+        require_in_range("gate", self.gate, low=0.0, low_inclusive=True, high=1.0)
+        if self.norm not in NORMS:
+            raise InvalidInputError(f"norm = {self.norm!r} is not one of {', '.join(NORMS)}")
+        if not self.use_quantum and self.gate != 0.0:
+            raise InvalidInputError(
+                f"gate = {self.gate:g} with use_quantum = False would zero the only input the "
+                "attention has; a model without the quantum path reads x_cl: set gate = 0.0"
+            )
+
+    @property
+    def n_tokens(self) -> int:
+        """T = floor((L - D) / s) + 1, the number of sliding-window tokens per channel."""
+        return (self.seq_len - self.dim) // self.stride + 1
+
+    @property
+    def n_features(self) -> int:
+        """D^2 + 1: the SIC-POVM frequencies plus the purity of one token (the qf vector)."""
+        return self.dim**2 + 1
+
+    @property
+    def uses_classical_embedding(self) -> bool:
+        """Whether x_cl reaches the attention: without quantum path, or with gate g < 1."""
+        return not self.use_quantum or self.gate < 1.0
+
+    @property
+    def conditioned(self) -> bool:
+        """Whether QC-AdaLN reads the quantum features (eq. 12). Without the quantum path the
+        conditioning vector is zero and QC-AdaLN is LayerNorm (SPEC section 4, ``classical``)."""
+        return self.use_quantum and self.norm == "qc-adaln"
+
+    @property
+    def injects(self) -> bool:
+        """Whether any of the three injections of eqs. 13-15 draws noise."""
+        return self.inject and self.sigma > 0.0
+
+    def as_dict(self) -> dict:
+        """A JSON-ready dict of every field."""
+        return asdict(self)

@@ -1,0 +1,169 @@
+"""The LDPT forecaster: one channel-independent transformer backbone for every method.
+
+The forward pass reads as the pipeline of the paper (section 5.1, Figure 1; SPEC section 3):
+
+1. RevIN per window and channel;                            (B, L, C) -> (B, C, L)
+2. tokens: sliding windows of length D, stride s;           (B, C, T, D), T = (L - D) // s + 1
+3. quantum features qf = [SIC-POVM frequencies, purity];    (B, C, T, D^2 + 1), no grad
+4. W_proj qf and the classical embedding x_cl,
+   x_enh = [(1 - g) x_cl, W_proj qf] (eq. 11);              (B, C, T, 2 d_model)
+   without the quantum path x_enh = [x_cl, 0]: every method runs the same backbone, so
+   they differ only in where noise enters (paper sections 5.2 and 7.2);
+5. noise #1 on x_enh (eq. 13);
+6. quantum-conditioned attention, residual from W_proj qf;
+7. QC-AdaLN (eq. 12) after attention and FFN, noise #2 after each (eq. 14);
+8. head: flatten tokens -> Linear -> H per channel;         (B, C, H)
+9. noise #3 with factor k (eq. 15);
+10. RevIN denormalisation.                                  (B, H, C)
+
+The window stays the leading axis of every tensor through every parameter layer (never a
+``(B*C, ...)`` reshape), so a per-sample gradient is a per-window gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.layers import (
+    Block,
+    ClassicalEmbedding,
+    Head,
+    Injection,
+    QuantumFeatures,
+)
+from qpriv.forecasting.revin import RevIN
+
+#: The paper's parameter count (section 7.2), for comparison in reports.
+PAPER_PARAMETERS = {"classical": 163_000, "quantum_attention": 182_000, "total": 345_000}
+
+QUANTUM_ATTENTION = "quantum_attention"
+CLASSICAL = "classical"
+
+
+class LDPTForecaster(nn.Module):
+    """The LDPT backbone (SPEC section 3); the methods of SPEC section 4 are configurations.
+
+    The model owns two ``torch.Generator`` streams, one for the shots of the quantum features
+    and one for the three injections, seeded by :meth:`seed_noise` (seed 0 at construction).
+    Both are active in training and in inference: two calls draw fresh noise, and the same seed
+    reproduces the same draws. Their state is saved and restored with :meth:`noise_state` and
+    :meth:`load_noise_state`; the generators live on the device the model had when seeded.
+
+    >>> model = LDPTForecaster(ModelConfig(seq_len=32, horizon=4, n_channels=2, d_model=16,
+    ...                                    use_quantum=False, gate=0.0))
+    >>> model(torch.zeros(3, 32, 2)).shape
+    torch.Size([3, 4, 2])
+    """
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        cfg = config
+        d, T = cfg.d_model, cfg.n_tokens
+        sigma = cfg.sigma if cfg.injects else 0.0
+
+        self.revin = RevIN(cfg.n_channels)
+        self.embed = (
+            ClassicalEmbedding(dim=cfg.dim, d_model=d, n_tokens=T)
+            if cfg.uses_classical_embedding else None
+        )
+        self.features = self.proj = None
+        if cfg.use_quantum:
+            self.features = QuantumFeatures(p=cfg.p, n_shots=cfg.n_shots)
+            self.proj = nn.Linear(cfg.n_features, d)  # W_proj
+        self.inject_input = Injection(sigma=sigma)  # noise #1
+        n_features = cfg.n_features if cfg.conditioned else None
+        self.blocks = nn.ModuleList(
+            Block(
+                in_dim=2 * d if i == 0 else d, d_model=d, n_heads=cfg.n_heads, d_ff=cfg.d_ff,
+                dropout=cfg.dropout, n_features=n_features, sigma=sigma,
+            )
+            for i in range(cfg.n_layers)
+        )
+        self.head = Head(n_tokens=T, d_model=d, horizon=cfg.horizon)
+        self.inject_output = Injection(sigma=sigma, factor=cfg.k)  # noise #3
+        self.seed_noise(0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``x (B, L, C)`` -> forecast ``(B, H, C)``; one pass draws fresh shots and noise."""
+        cfg = self.config
+        if x.ndim != 3 or x.shape[1:] != (cfg.seq_len, cfg.n_channels):
+            raise InvalidInputError(
+                f"input shape {tuple(x.shape)} is not (batch, seq_len = {cfg.seq_len}, "
+                f"n_channels = {cfg.n_channels})"
+            )
+        shots_rng, noise_rng = self._generators(x.device)
+
+        x_norm, z, stats = self.revin(x.transpose(1, 2))  # (B, C, L) each
+        tokens = x_norm.unfold(-1, cfg.dim, cfg.stride)  # (B, C, T, D)
+        x_cl = self.embed(tokens) if self.embed is not None else None  # (B, C, T, d)
+        if self.features is not None:
+            qf = self.features(z.unfold(-1, cfg.dim, cfg.stride), shots_rng)  # (B, C, T, D^2+1)
+            x_q = self.proj(qf)  # (B, C, T, d)
+            q = qf.mean(dim=2)  # (B, C, D^2+1), token-mean-pooled conditioning
+            x_cl = (1.0 - cfg.gate) * x_cl if x_cl is not None else torch.zeros_like(x_q)
+            x_enh = self.inject_input(torch.cat([x_cl, x_q], dim=-1), noise_rng)  # (B, C, T, 2d)
+            h = x_enh[..., cfg.d_model:]  # residual stream: the (noised) W_proj qf
+        else:  # no quantum path: the tokens are x_cl, the quantum half of x_enh is zero
+            q = None
+            x_enh = self.inject_input(torch.cat([x_cl, torch.zeros_like(x_cl)], dim=-1), noise_rng)
+            h = x_enh[..., : cfg.d_model]  # residual stream: x_cl
+        for i, block in enumerate(self.blocks):
+            h = block(h, x_enh if i == 0 else h, q, noise_rng)  # (B, C, T, d)
+        y = self.inject_output(self.head(h), noise_rng)  # (B, C, H)
+        return self.revin.denormalise(y, stats).transpose(1, 2)  # (B, H, C)
+
+    # -- noise streams ---------------------------------------------------------------------
+
+    def seed_noise(self, seed: int, *, device: torch.device | str | None = None) -> None:
+        """Seed the shot and injection generators, on ``device`` (default: the parameters')."""
+        if device is None:
+            device = next(self.parameters()).device
+        derive = torch.Generator().manual_seed(int(seed))
+        shots_seed, noise_seed = torch.randint(2**62, (2,), generator=derive).tolist()
+        self._shots_rng = torch.Generator(device=device).manual_seed(shots_seed)
+        self._noise_rng = torch.Generator(device=device).manual_seed(noise_seed)
+
+    def noise_state(self) -> dict[str, Tensor]:
+        """The state of both noise generators (CPU byte tensors), for checkpoints."""
+        return {"shots": self._shots_rng.get_state(), "injection": self._noise_rng.get_state()}
+
+    def load_noise_state(self, state: dict[str, Tensor]) -> None:
+        """Restore the generators from :meth:`noise_state`."""
+        self._shots_rng.set_state(state["shots"])
+        self._noise_rng.set_state(state["injection"])
+
+    def _generators(self, device: torch.device) -> tuple[torch.Generator, torch.Generator]:
+        if self._noise_rng.device.type != device.type:
+            raise InvalidInputError(
+                f"the model's noise generators are on {self._noise_rng.device} but the input is "
+                f"on {device}; call model.seed_noise(seed) after moving the model to {device}"
+            )
+        return self._shots_rng, self._noise_rng
+
+    # -- parameters ------------------------------------------------------------------------
+
+    def parameter_groups(self) -> dict[str, list[nn.Parameter]]:
+        """Trainable parameters by learning-rate group (SPEC section 5).
+
+        ``quantum_attention``: W_proj and the Q/K/V/O projections of every block; ``classical``:
+        everything else (RevIN, x_cl, QC-AdaLN and its conditioning MLPs, FFN, head). The
+        grouping is by role, the same for every method of the backbone.
+        """
+        quantum_ids = {id(p) for block in self.blocks for p in block.attention.parameters()}
+        if self.proj is not None:
+            quantum_ids |= {id(p) for p in self.proj.parameters()}
+        groups: dict[str, list[nn.Parameter]] = {CLASSICAL: [], QUANTUM_ATTENTION: []}
+        for p in self.parameters():
+            if p.requires_grad:
+                groups[QUANTUM_ATTENTION if id(p) in quantum_ids else CLASSICAL].append(p)
+        return groups
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Trainable parameter counts per group and in total."""
+        counts = {name: sum(p.numel() for p in ps) for name, ps in self.parameter_groups().items()}
+        counts["total"] = sum(counts.values())
+        return counts

@@ -1,0 +1,50 @@
+"""Reversible instance normalisation (RevIN, Kim et al., ICLR 2022): stage 1 and 10 of the LDPT
+pipeline (paper section 5.1, SPEC section 3.1).
+
+Each window is z-scored per channel with its own mean and standard deviation, the model works on
+the normalised series, and the prediction is mapped back with the same statistics. The
+statistics are detached, as in RevIN. They reach the output without passing the quantum channel:
+SPEC section 2 lists them as a side channel that the privacy audit must report.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+
+class WindowStats(NamedTuple):
+    """Per-window, per-channel statistics of the raw input, shape (B, C, 1) each."""
+
+    mean: Tensor
+    std: Tensor
+
+
+class RevIN(nn.Module):
+    """RevIN with a learnable per-channel affine map (weight 1, bias 0 at init).
+
+    ``forward`` normalises ``(B, C, L)`` series and returns both the z-scored series ``z`` (what
+    the quantum feature path reads: nothing learned precedes the channel) and the affine image
+    ``weight * z + bias`` (what the classical embedding reads); ``denormalise`` inverts the
+    affine map and the z-score on ``(B, C, H)`` predictions.
+    """
+
+    def __init__(self, n_channels: int, *, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(n_channels, 1))
+        self.bias = nn.Parameter(torch.zeros(n_channels, 1))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor, WindowStats]:
+        """``x (B, C, L)`` -> ``(weight * z + bias, z, stats)`` with ``z = (x - mean) / std``."""
+        mean = x.mean(dim=-1, keepdim=True).detach()  # (B, C, 1)
+        std = torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + self.eps).detach()
+        z = (x - mean) / std  # (B, C, L)
+        return z * self.weight + self.bias, z, WindowStats(mean, std)
+
+    def denormalise(self, y: Tensor, stats: WindowStats) -> Tensor:
+        """``y (B, C, H)`` -> ``((y - bias) / weight) * std + mean`` (RevIN's inverse)."""
+        y = (y - self.bias) / (self.weight + self.eps**2)
+        return y * stats.std + stats.mean

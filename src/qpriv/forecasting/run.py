@@ -1,0 +1,234 @@
+"""The front door of a forecasting run: data -> method -> model -> trainer -> metrics -> JSON.
+
+Example::
+
+    from qpriv.forecasting.run import run_forecast
+
+    result = run_forecast(dataset="ETTh1", horizon=24, method="ldpt", eps=0.1, epochs=20,
+                          out_dir="runs/ldpt-eps0.1")
+    result["mse"], result["eps_per_pass"]["value"], result["eps_advanced"]["value"]
+
+Every input is validated before anything is written. With ``out_dir`` the run writes
+``config.json`` (what was asked), ``checkpoint.pt`` after every epoch, ``best.pt`` (the
+best-validation weights) and, at the end, ``result.json``, each atomically; ``resume=True``
+continues a killed run from its checkpoint to the same result as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, setup_method
+from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
+from qpriv.privacy.composition import advanced_composition, basic_composition
+from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.seeding import derive_seed, seed_everything
+from qpriv.training.trainer import CHECKPOINT, TrainConfig, Trainer
+
+CONFIG_FILE = "config.json"
+RESULT_FILE = "result.json"
+DEFAULT_DELTA_PRIME = 1e-6
+
+
+def run_forecast(
+    *,
+    dataset: str = "ETTh1",
+    csv: str | Path | None = None,
+    columns: Sequence[str] | None = None,
+    horizon: int = 24,
+    method: str = "ldpt",
+    eps: float | None = 0.1,
+    epochs: int = 20,
+    seed: int = 2024,
+    max_train_windows: int | None = None,
+    max_eval_windows: int | None = None,
+    out_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    data_dir: str | Path | None = None,
+    threads: int | None = None,
+    seq_len: int = 336,
+    eval_passes: int = 1,
+    overrides: Mapping[str, Any] | None = None,
+    delta_prime: float = DEFAULT_DELTA_PRIME,
+) -> dict:
+    """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
+
+    Args:
+        dataset, csv, columns, data_dir, max_train_windows, max_eval_windows: the data, as in
+            :func:`qpriv.forecasting.data.load_forecasting_data`.
+        horizon: forecast length H >= 1. seq_len: look-back L (336 in the paper).
+        method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
+            ``ldpt``, ``ldpt-clean``, ...
+        eps: per-pass budget eps_s > 0 for methods that calibrate to one (ignored otherwise).
+        epochs, seed, eval_passes: the protocol (SPEC section 5).
+        out_dir: where to write config, checkpoints and result; None writes nothing.
+        resume: continue the run in ``out_dir`` from its checkpoint (same settings required).
+        progress: a tqdm bar per epoch on stderr.
+        threads: torch CPU threads for this run (restored afterwards); None leaves them.
+        overrides: model settings that replace the method's (ablations), e.g.
+            ``{"n_shots": 256}``, ``{"k": 1.0}``, ``{"norm": "layernorm"}``.
+        delta_prime: delta' of advanced composition (eq. 17).
+
+    Returns:
+        The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
+        ``eval_passes > 1`` also means and stds), ``val_loss``, ``best_epoch``, ``epochs``,
+        ``seconds_per_epoch``, ``params`` (per group, with the paper's), ``method``,
+        ``eps_per_pass`` and, for LDPT, ``p``, ``gamma``, ``sigma``, ``calibration``,
+        ``eps_basic``, ``eps_advanced``; every privacy number as ``{"value", "kind",
+        "accounting"}``.
+
+    Raises:
+        InvalidInputError: any bad argument (before any file is written), a missing dataset,
+            an ``out_dir`` that already holds a run without ``resume``, or a ``resume`` whose
+            settings differ from the checkpointed run.
+    """
+    base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
+    setup = setup_method(method, base=base, eps=eps, overrides=overrides)
+    train_config = TrainConfig(epochs=epochs, seed=seed, eval_passes=eval_passes,
+                               progress=progress)
+    if threads is not None and (isinstance(threads, bool) or int(threads) != threads
+                                or threads < 1):
+        raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
+    if setup.eps_per_pass is not None:
+        advanced_composition(setup.eps_per_pass, epochs=epochs, delta_prime=delta_prime)
+    out = Path(out_dir) if out_dir is not None else None
+    _check_out_dir(out, resume=resume)
+
+    saved_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        data = load_forecasting_data(
+            dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
+            data_dir=data_dir, max_train_windows=max_train_windows,
+            max_eval_windows=max_eval_windows,
+        )
+        setup = replace(setup, config=replace(setup.config, n_channels=data.n_channels))
+        request = {
+            "dataset": data.dataset, "source": str(data.source), "channels": list(data.channels),
+            "seq_len": seq_len, "horizon": horizon, "method": method,
+            "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
+            "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
+            "eval_passes": eval_passes, "overrides": dict(overrides or {}),
+            "delta_prime": delta_prime, "model": setup.config.as_dict(),
+            "train": {k: v for k, v in train_config.as_dict().items() if k != "progress"},
+        }
+        if out is not None:
+            _write_config(out / CONFIG_FILE, request, resume=resume)
+
+        seed_everything(derive_seed(seed, "model-init"))
+        model = LDPTForecaster(setup.config)
+        trainer = Trainer(model, train=data.train, val=data.val, config=train_config,
+                          checkpoint_dir=out)
+        fit = trainer.fit(resume=resume)
+        test = trainer.evaluate(data.test)
+    finally:
+        torch.set_num_threads(saved_threads)
+
+    result = {
+        "method": method,
+        "dataset": data.dataset,
+        "horizon": horizon,
+        "seq_len": seq_len,
+        "seed": seed,
+        **test,
+        "val_loss": fit.best_val_loss,
+        "best_epoch": fit.best_epoch,
+        "epochs": epochs,
+        "seconds_per_epoch": fit.seconds_per_epoch,
+        "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
+                    "channels": data.n_channels},
+        "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
+        **_feature_counts(model),
+        **_privacy(setup, epochs=epochs, delta_prime=delta_prime),
+        "model": setup.config.as_dict(),
+        "train": train_config.as_dict(),
+        "strategy": trainer.strategy.report(),
+        "history": fit.history,
+        "environment": {"torch": torch.__version__, "python": platform.python_version(),
+                        "device": str(trainer.device), "threads": threads or saved_threads},
+    }
+    if out is not None:
+        atomic_write_json(out / RESULT_FILE, result)
+    return result
+
+
+def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float) -> dict:
+    """The privacy part of a result: each number labelled with its kind and accounting."""
+    if setup.privacy != LOCAL_QDP or setup.eps_per_pass is None:
+        return {"privacy": setup.privacy, "eps_per_pass": None}
+    eps = setup.eps_per_pass
+    cal = setup.calibration
+    label = {"accounting": "paper", "neighbourhood": f"trace distance d = {cal.d:g} (full norm)"}
+    return {
+        "privacy": setup.privacy,
+        "eps_per_pass": {"value": eps, "kind": LOCAL_QDP, **label},
+        "eps_basic": {"value": basic_composition(eps, epochs=epochs), "kind": "composed",
+                      "composition": "basic (eq. 16)", "epochs": epochs, **label},
+        "eps_advanced": {
+            "value": advanced_composition(eps, epochs=epochs, delta_prime=delta_prime),
+            "kind": "composed", "composition": "advanced (eq. 17)", "epochs": epochs,
+            "delta_prime": delta_prime, **label,
+        },
+        "p": setup.config.p,
+        "gamma": cal.gamma,
+        "sigma": setup.config.sigma,
+        "calibration": cal.as_dict(),
+        "privacy_notes": [
+            "paper accounting counts one use of the channel per token and pass; the features "
+            "release N_s shots of every token, over all tokens and passes (SPEC 8.2): see the "
+            "rigorous accounting",
+            "RevIN's per-window mean and std reach the output without passing the channel "
+            "(side channel, SPEC 8.4)",
+        ],
+    }
+
+
+def _feature_counts(model: LDPTForecaster) -> dict:
+    """How many tokens went through the channel in this process, and how many had no
+    direction (encoded as the uniform superposition, SPEC section 1)."""
+    if model.features is None:
+        return {}
+    stats = model.features.stats
+    return {"quantum_features": {"tokens": stats.n_states, "zero_norm_tokens": stats.n_zero_norm,
+                                 "counted": "in this process (a resumed run counts from resume)"}}
+
+
+def _check_out_dir(out: Path | None, *, resume: bool) -> None:
+    if out is None:
+        if resume:
+            raise InvalidInputError("resume=True needs the out_dir of the run to continue")
+        return
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
+    if not resume and any((out / name).exists() for name in (CHECKPOINT, RESULT_FILE)):
+        raise InvalidInputError(
+            f"out_dir {out} already holds a run; pass resume=True (--resume) to continue it, "
+            "or choose another out_dir"
+        )
+
+
+def _write_config(path: Path, request: dict, *, resume: bool) -> None:
+    """Write config.json; on resume, require that the settings match the saved ones."""
+    if resume and path.is_file():
+        saved = json.loads(path.read_text())
+        current = json.loads(json.dumps(request))
+        changed = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+        if changed:
+            raise InvalidInputError(
+                f"cannot resume the run in {path.parent}: its settings differ in {changed}; "
+                "resume with the same settings, or start a new run in another out_dir"
+            )
+        return
+    atomic_write_json(path, request)

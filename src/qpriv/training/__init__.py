@@ -1,0 +1,21 @@
+"""One training loop for every model of qpriv: trainer, evaluation, checkpoints, seeding."""
+
+from qpriv.training.checkpoints import atomic_torch_save, atomic_write_json, load_checkpoint
+from qpriv.training.evaluation import WindowSource, evaluate, seeded_noise
+from qpriv.training.seeding import derive_seed, seed_everything
+from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer, TrainResult
+
+__all__ = [
+    "StepStrategy",
+    "TrainConfig",
+    "TrainResult",
+    "Trainer",
+    "WindowSource",
+    "atomic_torch_save",
+    "atomic_write_json",
+    "derive_seed",
+    "evaluate",
+    "load_checkpoint",
+    "seed_everything",
+    "seeded_noise",
+]

@@ -1,0 +1,106 @@
+"""Evaluation of a stochastic forecaster: MSE and MAE on z-scored windows (SPEC section 5).
+
+LDPT's predictions are random (fresh shots and injection noise on every pass), so a metric is
+the metric of one pass whose noise is drawn from a fixed evaluation seed, and, when asked, the
+mean and standard deviation over M passes with seeds ``seed, seed + 1, ...``. The model's own
+noise stream is saved before and restored after, so evaluating mid-training does not change
+what training draws next.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Protocol
+
+import torch
+from torch import Tensor, nn
+
+
+class WindowSource(Protocol):
+    """What the trainer needs of a dataset: a length and a batched fetch of windows."""
+
+    def __len__(self) -> int: ...
+
+    def windows(self, index: Tensor) -> tuple[Tensor, Tensor]:
+        """``index (B,)`` -> ``x (B, L, C)``, ``y (B, H, C)``."""
+        ...
+
+
+def autocast(device: torch.device, *, enabled: bool) -> contextlib.AbstractContextManager:
+    """Mixed precision on CUDA (bf16 where supported, else fp16); full float32 on the CPU."""
+    if not enabled or device.type != "cuda":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.autocast("cuda", dtype=dtype)
+
+
+@contextlib.contextmanager
+def seeded_noise(model: nn.Module, seed: int) -> Iterator[None]:
+    """Run the block with the model's noise streams seeded by ``seed``; restore them after.
+
+    A model without noise streams (no ``seed_noise``) is left as it is.
+    """
+    if not hasattr(model, "seed_noise"):
+        yield
+        return
+    saved = model.noise_state()
+    model.seed_noise(seed)
+    try:
+        yield
+    finally:
+        model.load_noise_state(saved)
+
+
+@torch.no_grad()
+def evaluate(
+    model: nn.Module,
+    data: WindowSource,
+    *,
+    seed: int,
+    passes: int = 1,
+    batch_size: int = 256,
+    amp: bool = False,
+) -> dict[str, float]:
+    """MSE and MAE of ``model`` on ``data`` (z-scored targets), over ``passes`` noise seeds.
+
+    Returns ``mse`` and ``mae`` of the first pass (seed ``seed``), and for ``passes > 1`` also
+    ``mse_mean``, ``mse_std``, ``mae_mean``, ``mae_std`` over the passes and ``passes``.
+    """
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    mses, maes = [], []
+    try:
+        for m in range(passes):
+            sq = ab = 0.0
+            count = 0
+            with seeded_noise(model, seed + m):
+                for index in torch.arange(len(data)).split(batch_size):
+                    x, y = data.windows(index)
+                    x, y = x.to(device), y.to(device)
+                    with autocast(device, enabled=amp):
+                        pred = model(x)
+                    err = pred.float() - y
+                    sq += float(err.square().sum())
+                    ab += float(err.abs().sum())
+                    count += err.numel()
+            mses.append(sq / count)
+            maes.append(ab / count)
+    finally:
+        model.train(was_training)
+    out = {"mse": mses[0], "mae": maes[0]}
+    if passes > 1:
+        out.update(passes=passes, mse_mean=_mean(mses), mse_std=_std(mses),
+                   mae_mean=_mean(maes), mae_std=_std(maes))
+    return out
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _std(values: list[float]) -> float:
+    mean = _mean(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))

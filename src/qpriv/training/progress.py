@@ -1,0 +1,29 @@
+"""Progress on stderr: a bar per training epoch (tqdm, running loss and ETA) and one line per
+finished epoch."""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm.auto import tqdm
+
+
+def epoch_bar(*, total: int, epoch: int, epochs: int, enabled: bool) -> tqdm:
+    """A bar over the ``total`` batches of one epoch, written to stderr; ``enabled=False``
+    gives a silent bar with the same interface (for tests and JSON output)."""
+    return tqdm(
+        total=total, desc=f"epoch {epoch}/{epochs}", unit="batch", leave=False,
+        disable=not enabled, file=sys.stderr, dynamic_ncols=True,
+    )
+
+
+def epoch_summary(row: dict, *, epochs: int, best_epoch: int) -> None:
+    """One line for a finished epoch (a trainer history row), written above any open bar."""
+    lrs = ", ".join(f"{lr:.3g}" for lr in row["lr"])
+    best = " (best)" if row["epoch"] == best_epoch else ""
+    tqdm.write(
+        f"epoch {row['epoch']}/{epochs}: train {row['train_loss']:.4f}, "
+        f"val {row['val_loss']:.4f}{best}, lr {lrs}, "
+        f"{row['train_seconds'] + row['val_seconds']:.1f} s",
+        file=sys.stderr,
+    )

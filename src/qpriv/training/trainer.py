@@ -1,0 +1,341 @@
+"""The one training loop of qpriv (SPEC section 5).
+
+RAdam with decoupled weight decay, one learning rate per parameter group (classical and
+quantum attention for the LDPT backbone), ReduceLROnPlateau on the validation loss, MSE loss,
+shuffled batches from a seeded generator, the best-validation weights kept, and a checkpoint
+after every epoch holding everything a resumed run needs to continue to the same result: model,
+optimizer, scheduler, AMP scaler, strategy, every random state, the history and the best weights.
+
+How a batch becomes an update is a :class:`StepStrategy`. The default is plain back-propagation;
+a private strategy (DP-SGD: per-sample clipping, noise, Poisson sampling, an accountant)
+overrides its hooks, and this loop stays the only training loop.
+
+Example::
+
+    trainer = Trainer(model, train=data.train, val=data.val, config=TrainConfig(epochs=20),
+                      checkpoint_dir="runs/ldpt")
+    result = trainer.fit()               # the model now holds the best-validation weights
+    metrics = trainer.evaluate(data.test)  # {"mse": ..., "mae": ...}
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
+from torch import Tensor, nn
+
+from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.training.checkpoints import atomic_torch_save, load_checkpoint
+from qpriv.training.evaluation import WindowSource, autocast, evaluate
+from qpriv.training.progress import epoch_bar, epoch_summary
+from qpriv.training.seeding import (
+    derive_seed,
+    global_rng_state,
+    seed_everything,
+    set_global_rng_state,
+)
+
+CHECKPOINT = "checkpoint.pt"
+BEST = "best.pt"
+CHECKPOINT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The training protocol (SPEC section 5 and paper section 7.2 by default).
+
+    ``lr`` applies to every parameter group except ``quantum_attention``, which gets
+    ``lr_quantum_attention``. ``amp`` is used only on CUDA. ``device`` None picks CUDA when
+    present. ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds.
+    """
+
+    epochs: int = 20
+    batch_size: int = 64
+    eval_batch_size: int = 256
+    lr: float = 3e-4
+    lr_quantum_attention: float = 1.5e-4
+    weight_decay: float = 1.2e-3
+    plateau_patience: int = 5
+    plateau_factor: float = 0.5
+    seed: int = 2024
+    eval_passes: int = 1
+    amp: bool = True
+    device: str | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "eval_batch_size", "eval_passes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise InvalidInputError(f"{name} = {value!r} is not an integer >= 1")
+        if isinstance(self.plateau_patience, bool) or self.plateau_patience < 0:
+            raise InvalidInputError(f"plateau_patience = {self.plateau_patience!r} is not >= 0")
+        if isinstance(self.seed, bool) or int(self.seed) != self.seed:
+            raise InvalidInputError(f"seed = {self.seed!r} is not an integer")
+        require_in_range("lr", self.lr, low=0.0)
+        require_in_range("lr_quantum_attention", self.lr_quantum_attention, low=0.0)
+        require_in_range("weight_decay", self.weight_decay, low=0.0, low_inclusive=True)
+        require_in_range("plateau_factor", self.plateau_factor, low=0.0, high=1.0,
+                         high_inclusive=False)
+
+    @property
+    def eval_seed(self) -> int:
+        """The fixed seed of evaluation noise (validation every epoch, and test)."""
+        return derive_seed(self.seed, "evaluation")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class StepStrategy:
+    """How batches are drawn and how a batch loss becomes a parameter update.
+
+    The default draws a fresh random permutation each epoch, cut into batches of
+    ``batch_size`` (the last one smaller), and takes one optimizer step per batch. Hooks for a
+    private strategy: :meth:`prepare` (wrap model and optimizer, e.g. for per-sample
+    gradients), :meth:`batches` (e.g. Poisson sampling), :meth:`step` (clip, noise, step),
+    :meth:`state_dict` / :meth:`load_state_dict` (e.g. an accountant's history, for resume) and
+    :meth:`report` (what goes into the result, e.g. the epsilon spent).
+    """
+
+    name = "standard"
+
+    def prepare(
+        self, model: nn.Module, optimizer: torch.optim.Optimizer, *, n_train: int,
+        batch_size: int,
+    ) -> tuple[nn.Module, torch.optim.Optimizer]:
+        return model, optimizer
+
+    def batches(
+        self, n_train: int, *, batch_size: int, generator: torch.Generator
+    ) -> list[Tensor]:
+        return list(torch.randperm(n_train, generator=generator).split(batch_size))
+
+    def step(
+        self, loss: Tensor, *, optimizer: torch.optim.Optimizer,
+        scaler: torch.amp.GradScaler,
+    ) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        return None
+
+    def report(self) -> dict:
+        return {"strategy": self.name}
+
+
+@dataclass
+class TrainResult:
+    """What :meth:`Trainer.fit` returns; ``history`` has one dict per epoch (1-based)."""
+
+    best_epoch: int
+    best_val_loss: float
+    history: list[dict] = field(default_factory=list)
+
+    @property
+    def seconds_per_epoch(self) -> float:
+        """Mean wall-clock seconds of the training part of an epoch (no validation)."""
+        return sum(h["train_seconds"] for h in self.history) / max(len(self.history), 1)
+
+
+class Trainer:
+    """Train ``model`` on ``train``, select on ``val``, checkpoint into ``checkpoint_dir``.
+
+    ``model`` must map ``x (B, L, C)`` to ``(B, H, C)``; if it has ``parameter_groups()`` the
+    group named ``quantum_attention`` gets its own learning rate, and if it has ``seed_noise``
+    its noise streams are seeded from the run seed and checkpointed.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        train: WindowSource,
+        val: WindowSource,
+        config: TrainConfig,
+        checkpoint_dir: str | Path | None = None,
+        strategy: StepStrategy | None = None,
+    ) -> None:
+        self.config = config
+        self.device = torch.device(
+            config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        )
+        self.amp = config.amp and self.device.type == "cuda"
+        self.train_data = train.to(self.device) if hasattr(train, "to") else train
+        self.val_data = val.to(self.device) if hasattr(val, "to") else val
+        if len(self.train_data) < 1 or len(self.val_data) < 1:
+            raise InvalidInputError("training and validation sets need at least one window")
+        self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.strategy = strategy or StepStrategy()
+        model = model.to(self.device)
+        if hasattr(model, "seed_noise"):  # noise generators on the device, seeded from the run
+            model.seed_noise(derive_seed(config.seed, "model-noise"), device=self.device)
+        optimizer = torch.optim.RAdam(
+            self._param_groups(model), weight_decay=config.weight_decay,
+            decoupled_weight_decay=True,
+        )
+        self.model, self.optimizer = self.strategy.prepare(
+            model, optimizer, n_train=len(self.train_data), batch_size=config.batch_size
+        )
+        self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            self.optimizer, mode="min", factor=config.plateau_factor,
+            patience=config.plateau_patience,
+        )
+        self.scaler = torch.amp.GradScaler(
+            "cuda", enabled=self.amp and not torch.cuda.is_bf16_supported()
+        )
+        self.shuffle = torch.Generator()
+        self.history: list[dict] = []
+        self.best: dict = {"epoch": 0, "val_loss": float("inf"), "model": None}
+
+    def _param_groups(self, model: nn.Module) -> list[dict]:
+        cfg = self.config
+        if not hasattr(model, "parameter_groups"):
+            return [{"name": "all", "lr": cfg.lr,
+                     "params": [p for p in model.parameters() if p.requires_grad]}]
+        return [
+            {"name": name, "params": params,
+             "lr": cfg.lr_quantum_attention if name == "quantum_attention" else cfg.lr}
+            for name, params in model.parameter_groups().items() if params
+        ]
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def fit(self, *, resume: bool = False) -> TrainResult:
+        """Train for ``config.epochs`` epochs (continuing from the checkpoint if ``resume`` and
+        one exists), then load the best-validation weights into the model."""
+        cfg = self.config
+        start = self._restore() if resume else None
+        if start is None:
+            self._seed()
+            start = 0
+        for epoch in range(start + 1, cfg.epochs + 1):
+            train_loss, train_seconds = self._train_epoch(epoch)
+            tic = time.perf_counter()
+            val_loss = self.evaluate(self.val_data, passes=1)["mse"]
+            val_seconds = time.perf_counter() - tic
+            self.scheduler.step(val_loss)
+            if val_loss < self.best["val_loss"]:
+                self.best = {"epoch": epoch, "val_loss": val_loss, "model": self._weights()}
+                if self.checkpoint_dir is not None:
+                    atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+            self.history.append({
+                "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
+                "lr": [group["lr"] for group in self.optimizer.param_groups],
+                "train_seconds": train_seconds, "val_seconds": val_seconds,
+            })
+            if self.checkpoint_dir is not None:
+                atomic_torch_save(self.checkpoint_dir / CHECKPOINT, self._checkpoint(epoch))
+            if cfg.progress:
+                epoch_summary(self.history[-1], epochs=cfg.epochs, best_epoch=self.best["epoch"])
+        if self.best["model"] is not None:
+            self._module().load_state_dict(self.best["model"])
+        return TrainResult(best_epoch=self.best["epoch"], best_val_loss=self.best["val_loss"],
+                           history=list(self.history))
+
+    def _train_epoch(self, epoch: int) -> tuple[float, float]:
+        cfg = self.config
+        self.model.train()
+        batches = self.strategy.batches(
+            len(self.train_data), batch_size=cfg.batch_size, generator=self.shuffle
+        )
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        seen = 0
+        tic = time.perf_counter()
+        with epoch_bar(total=len(batches), epoch=epoch, epochs=cfg.epochs,
+                       enabled=cfg.progress) as bar:
+            for i, index in enumerate(batches):
+                x, y = self.train_data.windows(index)
+                x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+                with autocast(self.device, enabled=self.amp):
+                    pred = self.model(x)
+                loss = F.mse_loss(pred.float(), y)
+                self.strategy.step(loss, optimizer=self.optimizer, scaler=self.scaler)
+                total += loss.detach() * len(index)
+                seen += len(index)
+                bar.update()
+                if cfg.progress and (i % 10 == 0 or i == len(batches) - 1):
+                    bar.set_postfix(loss=f"{float(total) / seen:.4f}")
+        return float(total) / seen, time.perf_counter() - tic
+
+    def evaluate(self, data: WindowSource, *, passes: int | None = None) -> dict[str, float]:
+        """MSE and MAE on ``data`` with the fixed evaluation seed (see :func:`evaluate`)."""
+        cfg = self.config
+        if hasattr(data, "to"):
+            data = data.to(self.device)
+        return evaluate(
+            self.model, data, seed=cfg.eval_seed, passes=passes or cfg.eval_passes,
+            batch_size=cfg.eval_batch_size, amp=self.amp,
+        )
+
+    # -- seeding and checkpoints -----------------------------------------------------------
+
+    def _module(self) -> nn.Module:
+        """The model itself, under any wrapper a strategy put around it."""
+        return getattr(self.model, "_module", self.model)
+
+    def _seed(self) -> None:
+        seed = self.config.seed
+        seed_everything(seed)
+        self.shuffle.manual_seed(derive_seed(seed, "shuffle"))
+        if hasattr(self._module(), "seed_noise"):
+            self._module().seed_noise(derive_seed(seed, "model-noise"), device=self.device)
+
+    def _weights(self) -> dict[str, Tensor]:
+        return {k: v.detach().clone() for k, v in self._module().state_dict().items()}
+
+    def _checkpoint(self, epoch: int) -> dict:
+        module = self._module()
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "epoch": epoch,
+            "train_config": self.config.as_dict(),
+            "model": module.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "strategy": self.strategy.state_dict(),
+            "rng": {
+                "global": global_rng_state(),
+                "shuffle": self.shuffle.get_state(),
+                "model_noise": module.noise_state() if hasattr(module, "noise_state") else None,
+            },
+            "history": self.history,
+            "best": self.best,
+        }
+
+    def _restore(self) -> int | None:
+        """Load the checkpoint if there is one; return its epoch (None: nothing to resume)."""
+        path = None if self.checkpoint_dir is None else self.checkpoint_dir / CHECKPOINT
+        if path is None or not path.is_file():
+            return None
+        state = load_checkpoint(path)
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise InvalidInputError(
+                f"{path} has checkpoint format {state.get('format')!r}, this version reads "
+                f"{CHECKPOINT_FORMAT}; start the run afresh in a new directory"
+            )
+        module = self._module()
+        module.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.strategy.load_state_dict(state["strategy"])
+        if hasattr(module, "seed_noise"):
+            module.seed_noise(0, device=self.device)
+            module.load_noise_state(state["rng"]["model_noise"])
+        set_global_rng_state(state["rng"]["global"])
+        self.shuffle.set_state(state["rng"]["shuffle"])
+        self.history = list(state["history"])
+        self.best = dict(state["best"])
+        return int(state["epoch"])

@@ -1,0 +1,74 @@
+"""The forecasting front door: validation before any write, files, result fields, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.run import run_forecast
+
+needs_ett = pytest.mark.skipif(
+    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
+)
+
+SMALL = {"seq_len": 48, "max_train_windows": 48, "max_eval_windows": 24, "progress": False,
+         "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"horizon": 0}, "horizon"), ({"eps": 0.0}, "eps"), ({"eps": None}, "eps"),
+     ({"method": "dp-magic"}, "unknown method"), ({"epochs": 0}, "epochs"),
+     ({"threads": 0}, "threads"), ({"overrides": {"sigmaa": 1.0}}, "valid settings"),
+     ({"max_train_windows": 0}, "max_train_windows")],
+)
+def test_bad_input_fails_before_anything_is_written(tmp_path, kwargs, match):
+    out = tmp_path / "run"
+    with pytest.raises(InvalidInputError, match=match):
+        run_forecast(**{"out_dir": out, "progress": False, **kwargs})
+    assert not out.exists()
+
+
+def test_resume_needs_an_out_dir():
+    with pytest.raises(InvalidInputError, match="out_dir"):
+        run_forecast(resume=True, progress=False)
+
+
+@needs_ett
+def test_ldpt_run_writes_a_labelled_result(tmp_path):
+    out = tmp_path / "run"
+    result = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
+    assert {p.name for p in out.iterdir()} == {"config.json", "checkpoint.pt", "best.pt",
+                                               "result.json"}
+    assert json.loads((out / "result.json").read_text()) == json.loads(json.dumps(result))
+    for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "p",
+                "gamma", "sigma", "calibration"):
+        assert key in result, key
+    assert result["eps_per_pass"] == {
+        "value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper",
+        "neighbourhood": "trace distance d = 0.1 (full norm)"}
+    assert result["eps_basic"]["value"] == pytest.approx(0.2)
+    assert result["eps_advanced"]["kind"] == "composed"
+    assert result["params"]["total"] == (result["params"]["classical"]
+                                         + result["params"]["quantum_attention"])
+    # sigma is calibrated to the overridden d_model: p / sqrt(8)
+    assert result["sigma"] == pytest.approx(result["p"] / 8**0.5)
+
+    with pytest.raises(InvalidInputError, match="already holds a run"):
+        run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
+    with pytest.raises(InvalidInputError, match="settings differ"):
+        run_forecast(method="ldpt", eps=0.2, horizon=4, epochs=2, out_dir=out, resume=True,
+                     **SMALL)
+    again = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, resume=True,
+                         **SMALL)
+    assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+
+
+@needs_ett
+def test_classical_run_claims_no_privacy():
+    result = run_forecast(method="classical", eps=None, horizon=4, epochs=1, **SMALL)
+    assert result["eps_per_pass"] is None and result["privacy"] == "none"
+    assert result["mse"] > 0 and result["best_epoch"] == 1

@@ -1,0 +1,189 @@
+"""The one trainer (SPEC section 5): resume equality, checkpoints, seeding, evaluation."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import WindowDataset
+from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.model import LDPTForecaster
+from qpriv.training import (
+    StepStrategy,
+    TrainConfig,
+    Trainer,
+    atomic_torch_save,
+    atomic_write_json,
+    evaluate,
+    load_checkpoint,
+)
+from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
+
+TINY = ModelConfig(seq_len=24, horizon=4, n_channels=2, dim=4, stride=4, d_model=8,
+                   n_heads=2, d_ff=16, n_shots=32)
+
+
+def series(rows: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    t = torch.arange(rows, dtype=torch.float32).unsqueeze(1)
+    return torch.sin(t / 5 + torch.arange(2)) + 0.1 * torch.randn(rows, 2, generator=g)
+
+
+def windows(rows: int, seed: int) -> WindowDataset:
+    return WindowDataset(series(rows, seed), seq_len=TINY.seq_len, horizon=TINY.horizon)
+
+
+TRAIN, VAL, TEST = windows(100, 1), windows(50, 2), windows(50, 3)
+
+
+def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None) -> Trainer:
+    torch.manual_seed(0)
+    model = LDPTForecaster(setup_method(method, base=TINY, eps=0.5).config)
+    config = TrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False, device="cpu")
+    return Trainer(model, train=TRAIN, val=VAL, config=config, checkpoint_dir=tmp_path,
+                   strategy=strategy)
+
+
+def without_timing(history):
+    return [{k: v for k, v in h.items() if not k.endswith("seconds")} for h in history]
+
+
+def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
+    straight = make_trainer(tmp_path / "straight")
+    result = straight.fit()
+    expected_test = straight.evaluate(TEST)
+
+    killed = make_trainer(tmp_path / "resumed")
+    real_epoch = Trainer._train_epoch
+
+    def crash_in_third_epoch(self, epoch):
+        if epoch == 3:
+            raise KeyboardInterrupt
+        return real_epoch(self, epoch)
+
+    monkeypatch.setattr(Trainer, "_train_epoch", crash_in_third_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        killed.fit()
+    monkeypatch.setattr(Trainer, "_train_epoch", real_epoch)
+    assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["epoch"] == 2
+
+    torch.manual_seed(123)  # a new process: other global state, other initial weights
+    resumed = make_trainer(tmp_path / "resumed")
+    with torch.no_grad():
+        for p in resumed.model.parameters():
+            p.add_(1.0)
+    again = resumed.fit(resume=True)
+
+    assert without_timing(again.history) == without_timing(result.history)
+    assert (again.best_epoch, again.best_val_loss) == (result.best_epoch, result.best_val_loss)
+    for (name, a), b in zip(straight.model.state_dict().items(),
+                            resumed.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    for a, b in zip(straight.optimizer.state_dict()["state"].values(),
+                    resumed.optimizer.state_dict()["state"].values(), strict=True):
+        assert all(torch.equal(a[k], b[k]) for k in a)
+    assert resumed.evaluate(TEST) == expected_test
+
+
+def test_best_validation_weights_are_kept(tmp_path):
+    trainer = make_trainer(tmp_path, epochs=3)
+    result = trainer.fit()
+    losses = [h["val_loss"] for h in result.history]
+    assert result.best_epoch == 1 + losses.index(min(losses))
+    best = load_checkpoint(tmp_path / "best.pt")
+    assert best["epoch"] == result.best_epoch
+    for name, value in trainer.model.state_dict().items():
+        assert torch.equal(value, best["model"][name]), name
+    assert trainer.evaluate(VAL)["mse"] == pytest.approx(result.best_val_loss, rel=1e-6)
+
+
+def test_optimizer_groups_follow_the_protocol(tmp_path):
+    trainer = make_trainer(tmp_path)
+    groups = {g["name"]: g for g in trainer.optimizer.param_groups}
+    assert isinstance(trainer.optimizer, torch.optim.RAdam)
+    assert groups["classical"]["lr"] == 3e-4 and groups["quantum_attention"]["lr"] == 1.5e-4
+    assert all(g["decoupled_weight_decay"] and g["weight_decay"] == 1.2e-3
+               for g in groups.values())
+    assert trainer.scheduler.patience == 5 and trainer.scheduler.factor == 0.5
+
+
+def test_a_strategy_takes_every_step(tmp_path):
+    class Counting(StepStrategy):
+        name = "counting"
+        steps = 0
+
+        def step(self, loss, *, optimizer, scaler):
+            self.steps += 1
+            super().step(loss, optimizer=optimizer, scaler=scaler)
+
+        def state_dict(self):
+            return {"steps": self.steps}
+
+    strategy = Counting()
+    make_trainer(tmp_path, epochs=2, strategy=strategy).fit()
+    assert strategy.steps == 2 * -(-len(TRAIN) // 16)
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["strategy"] == {"steps": strategy.steps}
+
+
+def test_evaluation_is_seeded_and_leaves_the_training_noise_alone():
+    torch.manual_seed(0)
+    model = LDPTForecaster(setup_method("ldpt", base=TINY, eps=0.5).config)
+    state = model.noise_state()
+    first = evaluate(model, TEST, seed=5, passes=3)
+    assert evaluate(model, TEST, seed=5, passes=3) == first
+    assert evaluate(model, TEST, seed=6)["mse"] != first["mse"]
+    assert first["mse_std"] > 0 and set(first) >= {"mse", "mae", "mse_mean", "mae_mean"}
+    assert all(torch.equal(state[k], model.noise_state()[k]) for k in state)
+
+
+def test_global_rng_state_round_trip():
+    import random
+
+    import numpy as np
+
+    seed_everything(3)
+    state = global_rng_state()
+    draws = (random.random(), np.random.rand(), torch.rand(1))
+    set_global_rng_state(state)
+    assert draws == (random.random(), np.random.rand(), torch.rand(1))
+
+
+def test_atomic_json_survives_a_crash_mid_write(tmp_path, monkeypatch):
+    path = tmp_path / "result.json"
+    atomic_write_json(path, {"mse": 0.3})
+
+    def crash(fd):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(os, "fsync", crash)
+    with pytest.raises(OSError, match="disk gone"):
+        atomic_write_json(path, {"mse": 0.4})
+    assert json.loads(path.read_text()) == {"mse": 0.3}
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_atomic_checkpoint_survives_a_crash_mid_write(tmp_path, monkeypatch):
+    path = tmp_path / "checkpoint.pt"
+    atomic_torch_save(path, {"epoch": 1})
+    real_save = torch.save
+
+    def half_written(obj, handle):
+        handle.write(b"PK\x03\x04 partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", half_written)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_torch_save(path, {"epoch": 2})
+    monkeypatch.setattr(torch, "save", real_save)
+    assert load_checkpoint(path) == {"epoch": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def test_json_that_cannot_be_encoded_writes_nothing(tmp_path):
+    with pytest.raises(TypeError):
+        atomic_write_json(tmp_path / "run" / "result.json", {"bad": object()})
+    assert not (tmp_path / "run").exists()

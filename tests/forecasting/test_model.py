@@ -254,3 +254,20 @@ def test_opacus_per_sample_gradients_are_per_window_gradients():
         if param.requires_grad:
             expected = torch.stack([loop[name] for loop in loops])
             torch.testing.assert_close(param.grad_sample, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_centred_features_of_pure_and_mixed_states():
+    """The fixed feature map: a pure state's SIC outcomes have mean 0 and mean square
+    (D - 1) / (D + 1) (2-design), the maximally mixed state maps to zero, purity to [0, 1]."""
+    from qpriv.forecasting.layers import QuantumFeatures
+
+    tokens = torch.randn(5, 16, generator=torch.Generator().manual_seed(3))
+    pure = QuantumFeatures(p=0.0, n_shots=None)(tokens, torch.Generator())
+    assert pure[:, :-1].mean(dim=-1).abs().max() < 1e-5
+    assert torch.allclose(pure[:, :-1].square().mean(dim=-1), torch.full((5,), 15 / 17), atol=1e-4)
+    assert torch.allclose(pure[:, -1], torch.ones(5))
+    mixed = QuantumFeatures(p=1.0, n_shots=None)(tokens, torch.Generator())
+    assert mixed.abs().max() < 1e-5
+    raw = QuantumFeatures(p=0.3, n_shots=None, scale="raw")(tokens, torch.Generator())
+    centred = QuantumFeatures(p=0.3, n_shots=None)(tokens, torch.Generator())
+    assert torch.allclose(centred[:, :-1], raw[:, :-1] * 256 - 1, atol=1e-5)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from qpriv.errors import InvalidInputError, require_in_range
 
 NORMS = ("qc-adaln", "layernorm")
+FEATURE_SCALES = ("centred", "raw")
 
 
 def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
@@ -34,7 +35,10 @@ class ModelConfig:
     injection scale, ``k`` the output amplification of noise #3, ``inject`` switches the three
     injections on. ``gate`` is the fixed classical gate g of eq. 11 (1.0: the attention sees only
     quantum features). ``norm`` is ``"qc-adaln"`` (eq. 12) or ``"layernorm"`` (the Table 10
-    ablation). ``dropout`` defaults to 0.0 because the paper states none.
+    ablation). ``dropout`` defaults to 0.0 because the paper states none. ``feature_scale`` is the
+    fixed map applied to qf before W_proj and the conditioning MLPs: ``"centred"`` (default,
+    see :class:`~qpriv.forecasting.layers.QuantumFeatures`) or ``"raw"`` (the frequencies and
+    purity as measured).
     """
 
     seq_len: int = 336
@@ -55,6 +59,7 @@ class ModelConfig:
     inject: bool = True
     norm: str = "qc-adaln"
     gate: float = 1.0
+    feature_scale: str = "centred"
 
     def __post_init__(self) -> None:
         _require_int("dim (token length D)", self.dim, low=2)
@@ -92,6 +97,10 @@ class ModelConfig:
         require_in_range("sigma (injection scale)", self.sigma, low=0.0, low_inclusive=True)
         require_in_range("k (noise #3 amplification)", self.k, low=0.0, low_inclusive=True)
         require_in_range("gate", self.gate, low=0.0, low_inclusive=True, high=1.0)
+        if self.feature_scale not in FEATURE_SCALES:
+            raise InvalidInputError(
+                f"feature_scale = {self.feature_scale!r} is not one of {', '.join(FEATURE_SCALES)}"
+            )
         if self.norm not in NORMS:
             raise InvalidInputError(f"norm = {self.norm!r} is not one of {', '.join(NORMS)}")
         if not self.use_quantum and self.gate != 0.0:

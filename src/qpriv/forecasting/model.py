@@ -72,7 +72,7 @@ class LDPTForecaster(nn.Module):
         )
         self.features = self.proj = None
         if cfg.use_quantum:
-            self.features = QuantumFeatures(p=cfg.p, n_shots=cfg.n_shots)
+            self.features = QuantumFeatures(p=cfg.p, n_shots=cfg.n_shots, scale=cfg.feature_scale)
             self.proj = nn.Linear(cfg.n_features, d)  # W_proj
         self.inject_input = Injection(sigma=sigma)  # noise #1
         n_features = cfg.n_features if cfg.conditioned else None

@@ -14,8 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 quickstart: $(STAMP)
-	$(VENV)/bin/qpriv calibrate
-	$(VENV)/bin/qpriv audit channel --eps 0.1
+	$(VENV)/bin/qpriv quickstart --out runs/quickstart
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
@@ -25,3 +24,4 @@ test: lint
 
 bench: $(STAMP)
 	$(PY) benchmarks/quantum_features.py
+	$(PY) benchmarks/epoch_cost.py

@@ -1,0 +1,1 @@
+"""Experiments: the main job (quickstart) and, later, the registry of paper tables and figures."""

@@ -1,0 +1,103 @@
+"""The command line: JSON contracts, labelled privacy numbers, one-line errors with exit code 2."""
+
+import json
+import os
+
+import pytest
+
+from qpriv.cli import main
+
+
+def _last_json(capsys) -> dict:
+    out = capsys.readouterr().out.strip().splitlines()
+    return json.loads(out[-1])
+
+
+def test_calibrate_json_reproduces_the_issue_numbers(capsys):
+    assert main(["calibrate", "--eps", "0.1", "5", "--json"]) == 0
+    payload = _last_json(capsys)
+    first, last = payload["rows"]
+    assert round(first["p"], 4) == 0.9505
+    assert round(first["gamma"], 3) == 3.006
+    assert round(first["sigma"], 4) == 0.0840
+    assert round(first["eps_me"], 4) == 0.0217
+    assert round(first["fidelity"], 3) == 0.109 and first["fidelity_paper"] == 0.617
+    assert first["eps_basic"] == pytest.approx(2.0)
+    assert round(first["eps_advanced"], 2) == 2.56
+    assert last["eps_s"] == 5.0 and last["eps_me"] is None
+    assert any("eps_me undefined" in note and "eps_s = 5" in note for note in payload["notes"])
+    assert "accounting=paper" in payload["labels"]["eps_s"]
+
+
+def test_calibrate_table_labels_every_epsilon(capsys):
+    assert main(["calibrate", "--eps", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "local eps-QDP per pass, accounting=paper" in out
+    assert "composed, accounting=paper" in out
+    assert "0.9505" in out and "0.6170" in out
+
+
+def test_audit_channel_json(capsys):
+    assert main(["audit", "channel", "--eps", "0.1", "--pairs", "300", "--json"]) == 0
+    payload = _last_json(capsys)
+    assert 0 < payload["dmax_max"] <= payload["eps_ch_bound"]
+    assert payload["eps_ch_bound"] == pytest.approx(0.08)
+    assert payload["pairs"] >= 300
+    assert payload["accounting"] == "paper"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["calibrate", "--eps", "0"], "eps_s = 0"),
+        (["calibrate", "--eps", "0.1", "--dim", "12"], "power of two"),
+        (["calibrate", "--delta-prime", "2"], "delta_prime = 2"),
+        (["calibrate", "--d", "3"], "(0, 2]"),
+        (["audit", "channel", "--eps", "-1"], "eps_s = -1"),
+        (["audit", "channel", "--pairs", "0"], "positive integer"),
+        (["train", "--dataset", "ETTh3"], "unknown dataset"),
+        (["train", "--method", "nope"], "unknown method"),
+        (["train", "--horizon", "0"], "positive integer"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qpriv: error:")
+    assert needle in lines[0]
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_train_json_has_the_contract_keys(capsys, tmp_path):
+    argv = ["train", "--method", "ldpt", "--eps", "0.5", "--epochs", "1", "--quiet", "--json",
+            "--max-train-windows", "16", "--max-eval-windows", "8", "--out", str(tmp_path / "r")]
+    assert main(argv) == 0
+    result = _last_json(capsys)
+    for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "params",
+                "method", "eps_per_pass", "p", "gamma", "sigma", "eps_basic", "eps_advanced"):
+        assert key in result, key
+    assert result["eps_per_pass"]["accounting"] == "paper"
+    assert result["eps_advanced"]["kind"] == "composed"
+    assert (tmp_path / "r" / "result.json").is_file()
+    # the same --out without --resume is refused, and nothing is overwritten
+    assert main(argv) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_quickstart_tiny_budget(capsys, tmp_path):
+    argv = ["quickstart", "--epochs", "1", "--max-train-windows", "16", "--max-eval-windows",
+            "8", "--eval-passes", "1", "--out", str(tmp_path), "--json"]
+    assert main(argv) == 0
+    payload = _last_json(capsys)
+    labels = [row["label"] for row in payload["rows"]]
+    assert labels == ["classical", "LDPT eps=1.0", "LDPT eps=0.1"]
+    assert payload["rows"][0]["delta_mse_pct"] is None
+    assert payload["rows"][2]["eps_per_pass"]["value"] == 0.1
+    assert payload["audit"]["passed"]
+    # a second call reuses the finished runs (resume) and gives the same numbers
+    assert main(argv) == 0
+    again = _last_json(capsys)
+    assert [r["mse"] for r in again["rows"]] == [r["mse"] for r in payload["rows"]]

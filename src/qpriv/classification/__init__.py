@@ -1,0 +1,81 @@
+"""Private training of classical, Lipschitz and variational quantum classifiers (second paper).
+
+One front door, :func:`qpriv.classification.run.train_classifier`::
+
+    from qpriv.classification import train_classifier
+
+    # clipping only (no noise), the paper's Figure 2 setting
+    r = train_classifier(task="synthetic", model="quantum", clip=1.0, batch=64, epochs=5,
+                         seed=2024, lr=0.03)
+    r["accuracy"], r["final_diagnostics"]["clip_probability"], r["gradient_bound"]
+
+    # DP-SGD at (eps, delta) = (10, 1e-5), sigma from Opacus's RDP accountant
+    r = train_classifier(task="synthetic", model="mlp", clip=1.5, batch=64, eps=10.0,
+                         epochs=5, seed=2024, lr=0.01)
+    r["eps"]  # {"value": ..., "kind": "global (eps, delta)-DP", "accounting": "rigorous", ...}
+
+The rooms: ``data`` (tasks), ``models`` and ``loader`` (the classifiers and the quantum image
+loader), ``dpsgd`` (per-example gradients, clipping, noise, accountant, the loop),
+``diagnostics`` (clipping bias, alignment, the MSE decomposition), ``bounds`` (Theorems 3.1
+and 3.2), ``run`` (the front door).
+"""
+
+from qpriv.classification.bounds import (
+    GradientPerturbation,
+    circuit_constant,
+    clipping_bias_bound,
+    gradient_norm_bound,
+    gradient_perturbation,
+    structural_clip,
+    theorem_3_2_constant,
+)
+from qpriv.classification.data import ClassificationData, load_task
+from qpriv.classification.diagnostics import (
+    gradient_diagnostics,
+    simulate_update_mse,
+    update_mse_decomposition,
+)
+from qpriv.classification.dpsgd import (
+    DPSGDConfig,
+    noise_multiplier_for,
+    per_example_gradients,
+    rdp_epsilon,
+    train_dpsgd,
+)
+from qpriv.classification.loader import LoadedImages, fit_loaders
+from qpriv.classification.models import (
+    GroupNormCNN,
+    LipschitzMLP,
+    QuantumClassifier,
+    TanhMLP,
+    count_parameters,
+)
+from qpriv.classification.run import train_classifier
+
+__all__ = [
+    "ClassificationData",
+    "DPSGDConfig",
+    "GradientPerturbation",
+    "GroupNormCNN",
+    "LipschitzMLP",
+    "LoadedImages",
+    "QuantumClassifier",
+    "TanhMLP",
+    "circuit_constant",
+    "clipping_bias_bound",
+    "count_parameters",
+    "fit_loaders",
+    "gradient_diagnostics",
+    "gradient_norm_bound",
+    "gradient_perturbation",
+    "load_task",
+    "noise_multiplier_for",
+    "per_example_gradients",
+    "rdp_epsilon",
+    "simulate_update_mse",
+    "structural_clip",
+    "theorem_3_2_constant",
+    "train_classifier",
+    "train_dpsgd",
+    "update_mse_decomposition",
+]

@@ -1,0 +1,418 @@
+"""The front door of a private classifier run: task -> model -> DP-SGD -> diagnostics -> JSON.
+
+Example::
+
+    from qpriv.classification.run import train_classifier
+
+    result = train_classifier(task="synthetic", model="quantum", clip=1.5, batch=64, eps=10.0,
+                              epochs=20, seed=2024, lr=0.03)
+    result["accuracy"], result["eps"]["value"], result["final_diagnostics"]["alignment"]
+
+``eps=None`` trains without noise: clipping only (the paper's Figure 2 setting) or, with
+``clip=None``, plain unclipped training. ``clip="structural"`` (quantum models) uses Theorem
+3.2's C = 2 G / tau, which never clips.
+
+Every input is validated before anything is computed. With ``out_dir`` the run writes
+``config.json`` (what was asked) first and ``result.json`` at the end, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from qpriv.classification.bounds import clipping_bias_bound, structural_clip
+from qpriv.classification.data import TASKS, ClassificationData, load_task
+from qpriv.classification.dpsgd import (
+    ACCOUNTANT,
+    DPSGDConfig,
+    noise_multiplier_for,
+    rdp_epsilon,
+    train_dpsgd,
+)
+from qpriv.classification.loader import fit_loaders
+from qpriv.classification.models import (
+    GroupNormCNN,
+    LipschitzMLP,
+    QuantumClassifier,
+    TanhMLP,
+    count_parameters,
+)
+from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.quantum.states import amplitude_encode
+from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.seeding import derive_seed, seed_everything
+
+MODELS = ("mlp", "lipschitz", "quantum", "cnn", "quantum-image")
+IMAGE_ONLY = ("cnn", "quantum-image")
+QUANTUM = ("quantum", "quantum-image")
+DEFAULT_LAYERS = {"quantum": 8, "quantum-image": 28}
+"""Default circuit depth: 3 n L angles, so 96 for 4 qubits and 504 for the 6-qubit image
+classifier (the paper's "around 500 trainable parameters")."""
+CONFIG_FILE = "config.json"
+RESULT_FILE = "result.json"
+DP_KIND = "global (eps, delta)-DP"
+ACCOUNTING_NOTE = (
+    f"{ACCOUNTANT}: sigma from opacus.accountants.utils.get_noise_multiplier("
+    "accountant='rdp') for the run's sample rate, steps and delta; eps read back from the "
+    "same accountant"
+)
+
+
+def train_classifier(
+    *,
+    task: str,
+    model: str,
+    clip: float | str | None,
+    batch: int,
+    epochs: int,
+    seed: int,
+    lr: float,
+    eps: float | None = None,
+    delta: float = 1e-5,
+    optimizer: str = "adam",
+    preclip_noise: float = 0.0,
+    tau: float = 0.5,
+    n_layers: int | None = None,
+    depolarizing: float = 0.0,
+    shots: int | None = None,
+    hidden: Sequence[int] = (32, 32),
+    image_size: int = 8,
+    loader_layers: int = 3,
+    loader_steps: int = 200,
+    unclipped_reference: bool = False,
+    diagnostics: bool = True,
+    out_dir: str | Path | None = None,
+    threads: int | None = None,
+    progress: bool = False,
+) -> dict:
+    """Train one classifier with DP-SGD (or clipping only) and return a JSON-able result.
+
+    Args:
+        task: ``synthetic``, ``digits`` or ``folder:PATH`` (:mod:`qpriv.classification.data`).
+        model: ``mlp`` (tanh), ``lipschitz`` (deel-torchlip GNP layers, Lipschitz constant C),
+            ``quantum`` (variational classifier on the amplitude-encoded features), ``cnn``
+            (GroupNorm CNN, images) or ``quantum-image`` (hierarchically learned amplitude
+            loaders, frozen, then the variational classifier; images).
+        clip: the clipping threshold C > 0; ``"structural"`` for C = 2 G / tau (quantum
+            models, Theorem 3.2); None for no clipping (only without ``eps``).
+        batch: batch size |B| (the expected size under Poisson sampling).
+        epochs, seed, lr: the protocol; ``optimizer`` ``adam`` or ``sgd`` (post-processing of
+            the privatised gradient either way).
+        eps, delta: the target of a private run, (eps, delta)-DP by Opacus's RDP accountant;
+            ``eps=None`` adds no noise and claims no privacy.
+        preclip_noise: standard deviation of Gaussian noise added to every per-example
+            gradient before clipping (the symmetrisation the paper cites); 0 disables it.
+        tau, n_layers, depolarizing, shots: quantum models: logit temperature (the paper
+            gives no value; 0.5 keeps per-example norms near 1-5 on the synthetic task),
+            circuit depth (default 8, and 28 for ``quantum-image``), global depolarizing
+            lambda, read-out shots S (None: exact expectations).
+        hidden: hidden widths of ``mlp`` and ``lipschitz``.
+        image_size: side of folder images after resizing (a power of two for
+            ``quantum-image``).
+        loader_layers, loader_steps: ``quantum-image``'s loader: layers added per level and
+            Adam steps per level.
+        unclipped_reference: also train the same initial model without clipping or noise on
+            the same batches, and report each epoch's distance from its training loss.
+        diagnostics: compute the per-epoch gradient diagnostics (SPEC section 6).
+        out_dir: write ``config.json`` and ``result.json`` there; None writes nothing.
+        threads: torch CPU threads for the run (restored afterwards).
+        progress: one line per epoch on stderr.
+
+    Returns:
+        ``accuracy`` (test, final epoch), ``train_accuracy``, ``final_diagnostics``,
+        ``history`` (one record per epoch), ``parameters`` (trainable count), ``clip``,
+        ``unclipped_reference`` (with ``unclipped_reference``),
+        ``gradient_bound`` (quantum models), ``privacy``, ``eps`` and ``noise_multiplier``
+        (labelled with kind, accounting and accountant), ``task``, ``dpsgd``, ``environment``.
+
+    Raises:
+        InvalidInputError: any bad argument or task, before any training.
+    """
+    started = time.perf_counter()
+    request = _validate(
+        task=task, model=model, clip=clip, batch=batch, epochs=epochs, seed=seed, lr=lr,
+        eps=eps, delta=delta, optimizer=optimizer, preclip_noise=preclip_noise, tau=tau,
+        n_layers=n_layers, depolarizing=depolarizing, shots=shots, hidden=tuple(hidden),
+        image_size=image_size, loader_layers=loader_layers, loader_steps=loader_steps,
+        unclipped_reference=unclipped_reference, threads=threads,
+    )
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        if out.exists() and not out.is_dir():
+            raise InvalidInputError(f"out_dir {out} exists and is not a directory")
+        if (out / RESULT_FILE).exists():
+            raise InvalidInputError(f"out_dir {out} already holds a result; choose another")
+
+    saved_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        data = load_task(task, image_size=image_size)
+        _check_model_for_task(model, data)
+        if out is not None:
+            atomic_write_json(out / CONFIG_FILE, {**request, "task_data": data.summary()})
+        inputs, extra = _model_inputs(model, data, request)
+        if model == "lipschitz":
+            request = {**request, "lipschitz": float(clip)}
+        seed_everything(derive_seed(seed, "model-init"))
+        net = _build_model(model, data, request, generator=torch.Generator().manual_seed(
+            derive_seed(seed, "model-init")))
+        clip_value, clip_info = _resolve_clip(clip, net, tau=request["tau"])
+        if progress:
+            print(f"{model}: {count_parameters(net)} trainable parameters", file=sys.stderr)
+        n_train = inputs["x_train"].shape[0]
+        config = DPSGDConfig(batch_size=min(batch, n_train), epochs=epochs, lr=lr,
+                             clip=clip_value, optimizer=optimizer, preclip_noise=preclip_noise,
+                             sampling="poisson" if eps is not None else "shuffle")
+        privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta)
+        config = replace(config, noise_multiplier=privacy["sigma"])
+        initial = {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+        reference, reference_info = None, {}
+        if unclipped_reference:
+            twin = _build_model(model, data, request, generator=None)
+            twin.load_state_dict(initial)
+            ref_config = replace(config, clip=None, noise_multiplier=0.0, preclip_noise=0.0)
+            ref_history = train_dpsgd(
+                twin, **inputs, config=ref_config, diagnostics=False,
+                **_generators(seed), on_epoch=_printer("unclipped", epochs, progress),
+            )
+            reference = [h["train_loss"] for h in ref_history]
+            reference_info = {"unclipped_reference": {
+                "accuracy": ref_history[-1]["test_accuracy"],
+                "train_loss": ref_history[-1]["train_loss"],
+                "what": "the same initial model and batches, no clipping, no noise"}}
+
+        history = train_dpsgd(
+            net, **inputs, config=config, diagnostics=diagnostics,
+            reference_losses=reference, **_generators(seed),
+            on_epoch=_printer(model, epochs, progress),
+        )
+    finally:
+        torch.set_num_threads(saved_threads)
+
+    last = history[-1]
+    diag_keys = [k for k in last if k not in ("epoch", "seconds")]
+    result = {
+        "task": data.summary(),
+        "model": model,
+        "parameters": count_parameters(net),
+        "accuracy": last["test_accuracy"],
+        "train_accuracy": last["train_accuracy"],
+        "final_diagnostics": {k: last[k] for k in diag_keys},
+        "clip": clip_info,
+        **_bound_info(net, clip_value, tau=request["tau"]),
+        **{k: v for k, v in privacy.items() if k != "sigma"},
+        "dpsgd": config.as_dict(),
+        "request": request,
+        **extra,
+        **reference_info,
+        "history": history,
+        "seconds": time.perf_counter() - started,
+        "environment": {"torch": torch.__version__, "python": platform.python_version(),
+                        "threads": threads or saved_threads},
+    }
+    if out is not None:
+        atomic_write_json(out / RESULT_FILE, result)
+    return result
+
+
+# -- validation and set-up ------------------------------------------------------------------------
+
+
+def _validate(**args) -> dict:
+    """Check every argument; return the JSON-able request."""
+    task, model, clip = args["task"], args["model"], args["clip"]
+    if not isinstance(task, str) or not (task in ("synthetic", "digits")
+                                         or task.startswith("folder:")):
+        raise InvalidInputError(f"task = {task!r} is not one of {TASKS}")
+    if model not in MODELS:
+        raise InvalidInputError(f"model = {model!r} is not one of {MODELS}")
+    if isinstance(clip, str):
+        if clip != "structural":
+            raise InvalidInputError(
+                f"clip = {clip!r} is not valid: give a number > 0, 'structural' or None"
+            )
+        if model not in QUANTUM:
+            raise InvalidInputError(
+                f"clip = 'structural' needs a quantum model ({QUANTUM}): Theorem 3.2 bounds "
+                f"circuit gradients; {model!r} has no such bound"
+            )
+    elif clip is not None:
+        require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
+    if clip is None and args["eps"] is not None:
+        raise InvalidInputError("a private run (eps given) needs a clipping threshold C")
+    if clip is None and model == "lipschitz":
+        raise InvalidInputError(
+            "model 'lipschitz' takes its Lipschitz constant from clip: give a number C > 0"
+        )
+    require_positive_int("batch", args["batch"])
+    require_positive_int("epochs", args["epochs"])
+    if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
+        raise InvalidInputError(f"seed = {args['seed']!r} is not an integer")
+    require_in_range("lr", args["lr"], low=0.0)
+    if args["eps"] is not None:
+        require_in_range("eps", args["eps"], low=0.0, hint="a privacy budget must be > 0")
+    require_in_range("delta", args["delta"], low=0.0, high=1.0, high_inclusive=False,
+                     hint="delta is a probability in (0, 1), typically 1e-5")
+    require_in_range("preclip_noise", args["preclip_noise"], low=0.0, low_inclusive=True)
+    require_in_range("tau", args["tau"], low=0.0, hint="the logits are <Z_k> / tau")
+    if args["n_layers"] is not None:
+        require_positive_int("n_layers", args["n_layers"])
+    require_in_range("depolarizing", args["depolarizing"], low=0.0, high=1.0,
+                     low_inclusive=True)
+    if args["shots"] is not None:
+        require_positive_int("shots", args["shots"])
+    for width in args["hidden"]:
+        require_positive_int("hidden width", width)
+    require_positive_int("image_size", args["image_size"])
+    require_positive_int("loader_layers", args["loader_layers"])
+    require_positive_int("loader_steps", args["loader_steps"])
+    if args["threads"] is not None:
+        require_positive_int("threads", args["threads"])
+    if args["optimizer"] not in ("adam", "sgd"):
+        raise InvalidInputError(f"optimizer = {args['optimizer']!r} is not one of "
+                                "('adam', 'sgd')")
+    request = dict(args)
+    request["hidden"] = list(args["hidden"])
+    if request["n_layers"] is None and model in QUANTUM:
+        request["n_layers"] = DEFAULT_LAYERS[model]
+    return json.loads(json.dumps(request))
+
+
+def _check_model_for_task(model: str, data: ClassificationData) -> None:
+    if model in IMAGE_ONLY and data.kind != "image":
+        raise InvalidInputError(
+            f"model {model!r} needs an image task (digits or folder:PATH); {data.name!r} is "
+            "tabular"
+        )
+    if model == "quantum-image":
+        side = data.x_train.shape[-1]
+        if data.x_train.shape[-2] != side or side < 2 or side & (side - 1):
+            raise InvalidInputError(
+                f"model 'quantum-image' needs square images with a power-of-two side; got "
+                f"{tuple(data.x_train.shape[1:])} (set image_size to 4, 8, 16, ...)"
+            )
+
+
+def _model_inputs(model: str, data: ClassificationData, request: dict) -> tuple[dict, dict]:
+    """Training and test inputs of the model (loaded states for ``quantum-image``), and what
+    the result should say about them (loader fidelities, zero-norm inputs)."""
+    inputs = {"x_train": data.x_train, "y_train": data.y_train,
+              "x_test": data.x_test, "y_test": data.y_test}
+    extra: dict = {}
+    if model == "quantum-image":
+        kwargs = {"layers_per_level": request["loader_layers"],
+                  "steps_per_level": request["loader_steps"]}
+        train = fit_loaders(data.x_train, **kwargs)
+        test = fit_loaders(data.x_test, **kwargs)
+        inputs.update(x_train=train.states, x_test=test.states)
+        extra["loader"] = {"train": train.summary(), "test": test.summary()}
+    elif model == "quantum":
+        _, zero_train = amplitude_encode(data.x_train.flatten(1))
+        _, zero_test = amplitude_encode(data.x_test.flatten(1))
+        extra["zero_norm_inputs"] = {"train": zero_train, "test": zero_test,
+                                     "encoded_as": "uniform superposition"}
+    return inputs, extra
+
+
+def _build_model(model: str, data: ClassificationData, request: dict, *,
+                 generator: torch.Generator | None) -> nn.Module:
+    n_features, n_classes = data.n_features, data.n_classes
+    if model == "mlp":
+        return TanhMLP(n_features=n_features, n_classes=n_classes, hidden=request["hidden"])
+    if model == "lipschitz":  # the Lipschitz constant is matched to C
+        return LipschitzMLP(n_features=n_features, n_classes=n_classes,
+                            hidden=request["hidden"], lipschitz=request["lipschitz"])
+    if model == "cnn":
+        return GroupNormCNN(n_classes=n_classes)
+    return QuantumClassifier(
+        n_features=n_features, n_classes=n_classes, n_layers=request["n_layers"],
+        tau=request["tau"], depolarizing=request["depolarizing"], shots=request["shots"],
+        generator=generator,
+    )
+
+
+def _resolve_clip(clip: float | str | None, net: nn.Module, *, tau: float
+                  ) -> tuple[float | None, dict]:
+    if clip is None:
+        return None, {"value": None, "mode": "none (unclipped)"}
+    if clip == "structural":
+        value = structural_clip(constant=net.gradient_constant(), tau=tau)
+        return value, {"value": value, "mode": "structural (C = 2 G / tau, Theorem 3.2)"}
+    return float(clip), {"value": float(clip), "mode": "fixed"}
+
+
+def _bound_info(net: nn.Module, clip: float | None, *, tau: float) -> dict:
+    if not isinstance(net, QuantumClassifier):
+        return {}
+    constant = net.gradient_constant()
+    bound = net.gradient_bound()
+    return {"gradient_bound": {
+        "G": constant, "per_example_norm_bound": bound, "theorem": "3.2",
+        "clipping_bias_bound": (None if clip is None else
+                                clipping_bias_bound(constant=constant, tau=tau, clip=clip)),
+    }}
+
+
+def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: float) -> dict:
+    """sigma and the labelled privacy numbers of the run."""
+    if eps is None:
+        mode = "clipping only" if config.clip is not None else "unclipped"
+        return {"sigma": 0.0, "privacy": f"none ({mode}: no noise, no privacy guarantee)",
+                "eps": None, "noise_multiplier": None}
+    rate = config.batch_size / n_train
+    steps = config.epochs * config.steps_per_epoch(n_train)
+    sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=rate, steps=steps)
+    spent = rdp_epsilon(noise_multiplier=sigma, sample_rate=rate, steps=steps, delta=delta)
+    label = {"kind": DP_KIND, "accounting": "rigorous", "accountant": ACCOUNTANT}
+    return {
+        "sigma": sigma,
+        "privacy": DP_KIND,
+        "eps": {"value": spent, "target": eps, "delta": delta, **label,
+                "neighbourhood": "add or remove one training example",
+                "sampling": f"Poisson, rate q = {rate:.6g}", "steps": steps,
+                "how": ACCOUNTING_NOTE},
+        "noise_multiplier": {"value": sigma, **label, "kind": "DP-SGD noise multiplier",
+                             "meaning": "Gaussian noise std sigma * C on the sum of clipped "
+                                        "per-example gradients"},
+        "privacy_notes": [
+            "hyper-parameter choices (lr, C, epochs, model) are not accounted",
+            "preprocessing is per example with fixed constants; nothing else reads the "
+            "training set",
+            "shot and depolarizing noise of quantum models are not counted as privacy "
+            "(paper section 3.2)",
+        ],
+    }
+
+
+def _generators(seed: int) -> dict:
+    return {
+        "batch_generator": torch.Generator().manual_seed(derive_seed(seed, "batches")),
+        "noise_generator": torch.Generator().manual_seed(derive_seed(seed, "dp-noise")),
+        "eval_generator_seed": derive_seed(seed, "evaluation"),
+    }
+
+
+def _printer(name: str, epochs: int, enabled: bool):
+    if not enabled:
+        return None
+
+    def show(record: dict) -> None:
+        clip, align = record.get("clip_probability"), record.get("alignment")
+        extra = "" if clip is None else f", p_clip {clip:.2f}"
+        extra += "" if align is None else f", A_C {align:.3f}"
+        print(f"{name} epoch {record['epoch']}/{epochs}: train loss "
+              f"{record['train_loss']:.4f}, test acc {record['test_accuracy']:.3f}{extra}, "
+              f"{record['seconds']:.1f} s", file=sys.stderr)
+
+    return show

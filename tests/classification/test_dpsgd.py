@@ -1,0 +1,140 @@
+"""DP-SGD: the accountant, one step against a hand computation, batches, the training loop."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from qpriv.classification.dpsgd import (
+    RDP_ORDERS,
+    DPSGDConfig,
+    _batches,
+    dp_step,
+    noise_multiplier_for,
+    per_example_gradients_loop,
+    rdp_epsilon,
+    train_dpsgd,
+)
+from qpriv.classification.models import QuantumClassifier, TanhMLP
+from qpriv.errors import InvalidInputError
+
+
+@pytest.fixture(autouse=True)
+def single_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")  # Opacus's own search
+def test_noise_multiplier_is_opacus_rdp_and_meets_the_target() -> None:
+    from opacus.accountants import PRVAccountant
+    from opacus.accountants.utils import get_noise_multiplier
+
+    q, steps, delta = 64 / 1638, 26 * 20, 1e-5
+    for eps in (1.0, 10.0):
+        sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=q, steps=steps)
+        assert sigma == get_noise_multiplier(target_epsilon=eps, target_delta=delta,
+                                             sample_rate=q, steps=steps, accountant="rdp",
+                                             alphas=RDP_ORDERS)
+        spent = rdp_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta)
+        assert 0.95 * eps <= spent <= eps
+        # cross-check with a second accountant: PRV is tighter than RDP, never looser
+        prv = PRVAccountant()
+        prv.history = [(sigma, q, steps)]
+        assert prv.get_epsilon(delta=delta) <= spent + 1e-6
+    assert noise_multiplier_for(eps=1.0, delta=delta, sample_rate=q, steps=steps) > \
+        noise_multiplier_for(eps=10.0, delta=delta, sample_rate=q, steps=steps)
+    with pytest.raises(InvalidInputError, match="delta = 1 is outside"):
+        noise_multiplier_for(eps=1.0, delta=1.0, sample_rate=q, steps=steps)
+
+
+def test_one_step_equals_the_hand_computation() -> None:
+    torch.manual_seed(0)
+    model = TanhMLP(n_features=5, n_classes=3, hidden=(4,))
+    before = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(8, 5, generator=g), torch.randint(0, 3, (8,), generator=g)
+    config = DPSGDConfig(batch_size=8, epochs=1, lr=1.0, clip=0.5, noise_multiplier=1.3,
+                         sampling="poisson", optimizer="sgd")
+    noise_gen = torch.Generator().manual_seed(7)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    dp_step(model, optimizer, x, y, config=config, generator=noise_gen)
+
+    grads = per_example_gradients_loop(before, x, y)
+    factors = torch.clamp(0.5 / grads.norm(dim=1), max=1.0)
+    noise = 1.3 * 0.5 * torch.randn(grads.shape[1], generator=torch.Generator().manual_seed(7))
+    update = ((grads * factors[:, None]).sum(0) + noise) / 8  # divided by the expected size
+    expected = torch.cat([p.detach().flatten() for p in before.parameters()]) - update
+    got = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_preclip_noise_is_added_before_clipping() -> None:
+    torch.manual_seed(0)
+    model = TanhMLP(n_features=3, n_classes=2, hidden=(2,))
+    x, y = torch.zeros(4, 3), torch.zeros(4, dtype=torch.long)
+    # huge pre-clipping noise: every per-example gradient is clipped to norm exactly C
+    config = DPSGDConfig(batch_size=4, epochs=1, lr=1.0, clip=0.1, preclip_noise=1e3,
+                         optimizer="sgd")
+    before = torch.cat([p.detach().flatten() for p in model.parameters()])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    stats = dp_step(model, optimizer, x, y, config=config,
+                    generator=torch.Generator().manual_seed(3))
+    assert stats["batch_clip_fraction"] == 1.0
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert float((after - before).norm()) <= 0.1 + 1e-6
+
+
+def test_batches() -> None:
+    g = torch.Generator().manual_seed(0)
+    shuffle = _batches(100, DPSGDConfig(batch_size=32, epochs=1, lr=0.1), g)
+    assert [len(b) for b in shuffle] == [32, 32, 32, 4]
+    assert sorted(torch.cat(shuffle).tolist()) == list(range(100))
+    poisson = DPSGDConfig(batch_size=10, epochs=1, lr=0.1, sampling="poisson")
+    sizes = [len(b) for _ in range(200) for b in _batches(100, poisson, g)]
+    assert len(sizes) == 200 * 10  # round(N / |B|) steps per epoch
+    assert sum(sizes) / len(sizes) == pytest.approx(10, rel=0.05)
+
+
+def test_config_rejects_incoherent_settings() -> None:
+    with pytest.raises(InvalidInputError, match="noise needs a clipping threshold"):
+        DPSGDConfig(batch_size=8, epochs=1, lr=0.1, clip=None, noise_multiplier=1.0,
+                    sampling="poisson")
+    with pytest.raises(InvalidInputError, match="Poisson"):
+        DPSGDConfig(batch_size=8, epochs=1, lr=0.1, clip=1.0, noise_multiplier=1.0)
+    with pytest.raises(InvalidInputError, match="optimizer"):
+        DPSGDConfig(batch_size=8, epochs=1, lr=0.1, optimizer="lbfgs")
+    with pytest.raises(InvalidInputError, match="clip = 0 is outside"):
+        DPSGDConfig(batch_size=8, epochs=1, lr=0.1, clip=0.0)
+
+
+def test_training_loop_records_consistent_diagnostics() -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(96, 16, generator=g)
+    y = (x[:, 0] > 0).long() + 2 * (x[:, 1] > 0).long()
+    model = QuantumClassifier(n_features=16, n_classes=4, n_layers=2, tau=0.3, shots=200,
+                              generator=g)
+    config = DPSGDConfig(batch_size=32, epochs=2, lr=0.05, clip=0.5, noise_multiplier=0.5,
+                         sampling="poisson")
+    history = train_dpsgd(
+        model, x_train=x, y_train=y, x_test=x[:32], y_test=y[:32], config=config,
+        batch_generator=torch.Generator().manual_seed(1),
+        noise_generator=torch.Generator().manual_seed(2), eval_generator_seed=3,
+        reference_losses=[1.0, 0.5],
+    )
+    assert [h["epoch"] for h in history] == [1, 2]
+    last = history[-1]
+    assert 0.0 <= last["clip_probability"] <= 1.0
+    assert last["max_example_norm"] <= model.gradient_bound()
+    assert last["mse_total"] == pytest.approx(last["mse_sampling_variance"]
+                                              + last["mse_noise_variance"]
+                                              + last["mse_bias_squared"])
+    assert last["mse_noise_variance"] == pytest.approx(24 * (0.5 * 0.5) ** 2 / 32**2)
+    assert last["distance_from_unclipped_loss"] == pytest.approx(abs(last["train_loss"] - 0.5))
+    with pytest.raises(InvalidInputError, match="reference_losses has 1 epochs"):
+        train_dpsgd(model, x_train=x, y_train=y, x_test=x, y_test=y, config=config,
+                    batch_generator=g, noise_generator=g, reference_losses=[1.0])

@@ -1,0 +1,119 @@
+"""The classifiers: parameter counts, vmap per-example gradients vs a loop, Lipschitz constant."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qpriv.classification.dpsgd import per_example_gradients, per_example_gradients_loop
+from qpriv.classification.models import (
+    GroupNormCNN,
+    LipschitzMLP,
+    QuantumClassifier,
+    TanhMLP,
+    count_parameters,
+)
+from qpriv.errors import InvalidInputError
+
+
+@pytest.fixture(autouse=True)
+def single_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_parameter_counts() -> None:
+    assert count_parameters(TanhMLP(n_features=16, n_classes=4)) == 16 * 32 + 32 + 32 * 32 + 32 \
+        + 32 * 4 + 4
+    # the two image models of the paper, both near 500 trainable parameters
+    assert count_parameters(GroupNormCNN(n_classes=4)) == 492
+    image_vqc = QuantumClassifier(n_features=64, n_classes=4, n_layers=28)
+    assert image_vqc.circuit.n_qubits == 6
+    assert count_parameters(image_vqc) == 504
+    assert count_parameters(QuantumClassifier(n_features=16, n_classes=4, n_layers=8)) == 96
+    lip = LipschitzMLP(n_features=16, n_classes=4, lipschitz=1.0)
+    assert count_parameters(lip) == count_parameters(TanhMLP(n_features=16, n_classes=4))
+
+
+def models_and_inputs():
+    g = torch.Generator().manual_seed(0)
+    tab = torch.randn(6, 16, generator=g)
+    img = torch.rand(6, 8, 8, generator=g)
+    torch.manual_seed(0)
+    return [
+        ("mlp", TanhMLP(n_features=16, n_classes=4), tab),
+        ("lipschitz", LipschitzMLP(n_features=16, n_classes=4, lipschitz=1.5), tab),
+        ("quantum", QuantumClassifier(n_features=16, n_classes=4, n_layers=3, tau=0.3,
+                                      depolarizing=0.1, generator=g), tab),
+        ("cnn", GroupNormCNN(n_classes=4), img),
+    ]
+
+
+@pytest.mark.parametrize("index", range(4), ids=["mlp", "lipschitz", "quantum", "cnn"])
+def test_vmap_per_example_gradients_equal_a_loop(index: int) -> None:
+    _, model, x = models_and_inputs()[index]
+    y = torch.tensor([0, 1, 2, 3, 0, 1])
+    model.train()
+    fast = per_example_gradients(model, x, y)
+    slow = per_example_gradients_loop(model, x, y)
+    assert fast.shape == (6, count_parameters(model))
+    torch.testing.assert_close(fast, slow, atol=2e-5, rtol=1e-4)
+    assert float(fast.norm(dim=1).min()) > 0  # every parameter group receives gradient
+
+
+def test_lipschitz_mlp_is_c_lipschitz_in_its_input() -> None:
+    torch.manual_seed(1)
+    for c in (0.5, 1.5, 10.0):
+        model = LipschitzMLP(n_features=16, n_classes=4, lipschitz=c).train()
+        model(torch.randn(4, 16))  # settle the power iteration of the spectral normalisation
+        norms = []
+        for x in torch.randn(20, 16):
+            jac = torch.autograd.functional.jacobian(lambda v, m=model: m(v[None])[0], x)
+            norms.append(float(torch.linalg.matrix_norm(jac, ord=2)))
+        assert max(norms) <= c * 1.01
+        assert max(norms) >= 0.5 * c  # GNP layers lose little: the bound is nearly attained
+    with pytest.raises(InvalidInputError, match="even"):
+        LipschitzMLP(n_features=16, n_classes=4, lipschitz=1.0, hidden=(31,))
+    with pytest.raises(InvalidInputError, match="lipschitz = 0 is outside"):
+        LipschitzMLP(n_features=16, n_classes=4, lipschitz=0.0)
+
+
+def test_quantum_classifier_logits_padding_and_shots() -> None:
+    g = torch.Generator().manual_seed(2)
+    model = QuantumClassifier(n_features=10, n_classes=3, n_layers=2, tau=0.25, generator=g)
+    assert model.circuit.n_qubits == 4  # 10 features pad to D = 16
+    x = torch.randn(5, 10, generator=g)
+    padded = torch.cat([x, torch.zeros(5, 6)], dim=1)
+    torch.testing.assert_close(model.encode(x), padded / padded.norm(dim=1, keepdim=True))
+    e = model.expectations(x)
+    torch.testing.assert_close(model(x), e / 0.25)
+    assert model.draw_readout_noise(x) is None  # exact read-out without shots
+
+    noisy = QuantumClassifier(n_features=10, n_classes=3, n_layers=2, tau=0.25, shots=50,
+                              generator=torch.Generator().manual_seed(2))
+    noise = noisy.draw_readout_noise(x, generator=torch.Generator().manual_seed(3))
+    estimates = e + noise
+    # an S-shot estimate is a multiple of 2/S in [-1, 1]
+    torch.testing.assert_close(((estimates + 1) * 25), ((estimates + 1) * 25).round(),
+                               atol=1e-4, rtol=0)
+    torch.testing.assert_close(noisy(x, readout_noise=noise), estimates / 0.25)
+    # straight-through: the per-example gradient with drawn shots equals the loop's
+    y = torch.tensor([0, 1, 2, 0, 1])
+    fast = per_example_gradients(noisy, x, y, readout_noise=noise)
+    for i in range(5):
+        loss = torch.nn.functional.cross_entropy(noisy(x[i:i + 1], readout_noise=noise[i:i + 1]),
+                                                 y[i:i + 1])
+        (slow,) = torch.autograd.grad(loss, noisy.weights)
+        torch.testing.assert_close(fast[i], slow.flatten(), atol=1e-5, rtol=1e-4)
+
+
+def test_quantum_classifier_validates_inputs() -> None:
+    with pytest.raises(InvalidInputError, match="need at least 4 qubits"):
+        QuantumClassifier(n_features=16, n_classes=4, n_layers=1, n_qubits=3)
+    model = QuantumClassifier(n_features=16, n_classes=4, n_layers=1)
+    with pytest.raises(InvalidInputError, match="built for 16"):
+        model(torch.randn(2, 12))
+    with pytest.raises(InvalidInputError, match="tau = 0 is outside"):
+        QuantumClassifier(n_features=16, n_classes=4, n_layers=1, tau=0.0)

@@ -1,0 +1,100 @@
+"""The front door: results, privacy labels, structural clipping, files, and early errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from qpriv.classification.run import train_classifier
+from qpriv.errors import InvalidInputError
+
+FAST = {"batch": 128, "epochs": 1, "seed": 3, "lr": 0.05, "threads": 1}
+
+
+def test_clipping_only_quantum_run() -> None:
+    r = train_classifier(task="synthetic", model="quantum", clip=1.0, n_layers=2,
+                         unclipped_reference=True, **FAST)
+    assert r["parameters"] == 3 * 4 * 2
+    assert r["privacy"].startswith("none (clipping only")
+    assert r["eps"] is None and r["noise_multiplier"] is None
+    assert r["gradient_bound"]["G"] == pytest.approx(math.sqrt(24))
+    assert r["gradient_bound"]["per_example_norm_bound"] == pytest.approx(
+        2 * math.sqrt(24) / 0.5)
+    d = r["final_diagnostics"]
+    assert 0.0 <= r["accuracy"] <= 1.0 and r["accuracy"] == d["test_accuracy"]
+    assert d["max_example_norm"] <= r["gradient_bound"]["per_example_norm_bound"]
+    assert d["mse_noise_variance"] == 0.0
+    assert d["distance_from_unclipped_loss"] == pytest.approx(
+        abs(d["train_loss"] - r["unclipped_reference"]["train_loss"]))
+    assert r["dpsgd"]["sampling"] == "shuffle"
+    json.dumps(r, allow_nan=False)
+
+
+def test_private_run_labels_every_privacy_number() -> None:
+    r = train_classifier(task="synthetic", model="mlp", clip=1.5, eps=5.0, delta=1e-5, **FAST)
+    eps = r["eps"]
+    assert eps["kind"] == "global (eps, delta)-DP"
+    assert eps["accounting"] == "rigorous"
+    assert eps["accountant"] == "opacus.accountants.RDPAccountant"
+    assert 0.9 * 5.0 <= eps["value"] <= 5.0 and eps["target"] == 5.0 and eps["delta"] == 1e-5
+    assert eps["steps"] == round(1638 / 128)
+    sigma = r["noise_multiplier"]
+    assert sigma["accounting"] == "rigorous" and sigma["value"] > 0
+    assert r["dpsgd"]["noise_multiplier"] == sigma["value"]
+    assert r["dpsgd"]["sampling"] == "poisson"
+    n_params = r["parameters"]
+    assert r["final_diagnostics"]["mse_noise_variance"] == pytest.approx(
+        n_params * (sigma["value"] * 1.5) ** 2 / 128**2)
+    json.dumps(r, allow_nan=False)
+
+
+def test_structural_clipping_never_clips() -> None:
+    r = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
+                         tau=0.5, **FAST)
+    bound = 2 * math.sqrt(12) / 0.5
+    assert r["clip"]["value"] == pytest.approx(bound)
+    assert r["gradient_bound"]["clipping_bias_bound"] == 0.0
+    assert r["final_diagnostics"]["clip_probability"] == 0.0
+    assert r["final_diagnostics"]["clipping_bias_norm"] == 0.0
+
+
+def test_out_dir_gets_config_and_result(tmp_path) -> None:
+    out = tmp_path / "run"
+    r = train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out,
+                         diagnostics=False, **FAST)
+    saved = json.loads((out / "result.json").read_text())
+    assert saved["accuracy"] == r["accuracy"]
+    assert json.loads((out / "config.json").read_text())["model"] == "lipschitz"
+    with pytest.raises(InvalidInputError, match="already holds a result"):
+        train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out, **FAST)
+
+
+def test_image_models_on_digits() -> None:
+    cnn = train_classifier(task="digits", model="cnn", clip=1.0, diagnostics=False, **FAST)
+    assert cnn["parameters"] == 492
+    vqc = train_classifier(task="digits", model="quantum-image", clip=1.0, n_layers=2,
+                           loader_layers=1, loader_steps=2, diagnostics=False, **FAST)
+    assert vqc["parameters"] == 3 * 6 * 2
+    assert vqc["loader"]["train"]["loader_angles_per_image"] == 3 + 8 + 12
+    assert 0.0 < vqc["loader"]["test"]["mean_fidelity"] <= 1.0
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"model": "svm"}, "model = 'svm' is not one of"),
+    ({"task": "mnist"}, "task = 'mnist' is not one of"),
+    ({"model": "mlp", "clip": "structural"}, "needs a quantum model"),
+    ({"clip": "auto"}, "clip = 'auto' is not valid"),
+    ({"clip": None, "eps": 1.0}, "needs a clipping threshold"),
+    ({"model": "lipschitz", "clip": None}, "Lipschitz constant from clip"),
+    ({"model": "cnn"}, "needs an image task"),
+    ({"clip": -1.0}, "clip = -1 is outside"),
+    ({"eps": 0.0}, "eps = 0 is outside"),
+    ({"tau": 0.0}, "tau = 0 is outside"),
+    ({"batch": 0}, "batch = 0 is outside"),
+])
+def test_bad_arguments_fail_before_training(kwargs, message) -> None:
+    args = {"task": "synthetic", "model": "quantum", "clip": 1.0, **FAST, **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        train_classifier(**args)

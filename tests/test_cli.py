@@ -101,3 +101,30 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert main(argv) == 0
     again = _last_json(capsys)
     assert [r["mse"] for r in again["rows"]] == [r["mse"] for r in payload["rows"]]
+
+
+def test_train_classifier_json(capsys):
+    argv = ["train-classifier", "--task", "synthetic", "--model", "quantum", "--clip", "1.5",
+            "--batch", "64", "--eps", "10", "--epochs", "1", "--json", "--threads", "1"]
+    assert main(argv) == 0
+    result = _last_json(capsys)
+    assert 0.0 <= result["accuracy"] <= 1.0
+    assert result["eps"]["kind"] == "global (eps, delta)-DP"
+    assert result["eps"]["accounting"] == "rigorous"
+    assert result["eps"]["value"] <= 10.0 + 1e-9
+    for key in ("clip_probability", "alignment", "clipping_bias_norm"):
+        assert key in result["final_diagnostics"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["train-classifier", "--model", "foo"], "model = 'foo'"),
+        (["train-classifier", "--clip", "abc"], "'structural' or 'none'"),
+        (["train-classifier", "--task", "images"], "task"),
+    ],
+)
+def test_train_classifier_bad_input(capsys, argv, needle):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]

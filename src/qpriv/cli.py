@@ -227,6 +227,48 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
     return 0 if audit.passed else 1
 
 
+# --- qpriv train-classifier ---------------------------------------------------------------
+
+def _clip_value(text: str) -> float | str | None:
+    if text in ("structural", "none"):
+        return None if text == "none" else text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number, 'structural' or 'none', got {text!r}"
+        ) from None
+
+
+def _cmd_train_classifier(args: argparse.Namespace) -> int:
+    from qpriv.classification.run import train_classifier
+
+    result = train_classifier(
+        task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
+        seed=args.seed, lr=args.lr, eps=args.eps, delta=args.delta, optimizer=args.optimizer,
+        preclip_noise=args.preclip_noise, tau=args.tau, n_layers=args.layers,
+        depolarizing=args.depolarizing, shots=args.shots,
+        unclipped_reference=args.unclipped_reference, out_dir=args.out, threads=args.threads,
+        progress=not (args.quiet or args.json),
+    )
+    if args.json:
+        _emit_json(result)
+        return 0
+    diag = result["final_diagnostics"]
+    print(f"{result['model']} on {result['task']['task']}: test accuracy "
+          f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters)")
+    print(f"  privacy: {result['privacy']}")
+    if isinstance(result.get("eps"), dict):
+        eps = result["eps"]
+        print(f"  eps {eps['value']:.4g} at delta {eps['delta']:g} ({eps['kind']}, "
+              f"accounting={eps['accounting']}, {eps['accountant']}); noise multiplier "
+              f"{result['noise_multiplier']['value']:.4g}")
+    for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_norm", "max_norm"):
+        if key in diag:
+            print(f"  {key.replace('_', ' ')}: {diag[key]:.4g}")
+    return 0
+
+
 # --- parser ---------------------------------------------------------------------------------
 
 def _positive_int(text: str) -> int:
@@ -302,6 +344,32 @@ def build_parser() -> argparse.ArgumentParser:
     qs.add_argument("--quiet", action="store_true")
     qs.add_argument("--json", action="store_true")
     qs.set_defaults(handler=_cmd_quickstart)
+    tc = sub.add_parser("train-classifier",
+                        help="DP-SGD (or clipping only) on a classical, Lipschitz or quantum model")
+    tc.add_argument("--task", default="synthetic", help="synthetic, digits or folder:PATH")
+    tc.add_argument("--model", default="quantum",
+                    help="mlp, lipschitz, quantum, cnn or quantum-image")
+    tc.add_argument("--clip", type=_clip_value, default=1.5,
+                    help="clipping threshold C, 'structural' (C = 2G/tau) or 'none'")
+    tc.add_argument("--batch", type=_positive_int, default=64)
+    tc.add_argument("--eps", type=float, help="target eps of (eps, delta)-DP; none: no noise")
+    tc.add_argument("--delta", type=float, default=1e-5)
+    tc.add_argument("--epochs", type=_positive_int, default=20)
+    tc.add_argument("--seed", type=int, default=2024)
+    tc.add_argument("--lr", type=float, default=0.01)
+    tc.add_argument("--optimizer", default="adam", help="adam or sgd")
+    tc.add_argument("--preclip-noise", type=float, default=0.0)
+    tc.add_argument("--tau", type=float, default=0.5, help="logit temperature (quantum)")
+    tc.add_argument("--layers", type=_positive_int, help="circuit layers L (quantum)")
+    tc.add_argument("--depolarizing", type=float, default=0.0, help="global lambda (quantum)")
+    tc.add_argument("--shots", type=_positive_int, help="read-out shots S (quantum)")
+    tc.add_argument("--unclipped-reference", action="store_true",
+                    help="also train without clipping and report the distance from its loss")
+    tc.add_argument("--threads", type=_positive_int)
+    tc.add_argument("--out")
+    tc.add_argument("--quiet", action="store_true")
+    tc.add_argument("--json", action="store_true")
+    tc.set_defaults(handler=_cmd_train_classifier)
     return parser
 
 

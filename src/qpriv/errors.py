@@ -56,12 +56,15 @@ def require_in_range(
 
 def require_positive_int(name: str, value: object) -> int:
     """Return ``value`` as int if it is an integer >= 1 (bool excluded), else raise."""
+    not_an_integer = InvalidInputError(f"{name} = {value!r} is not an integer >= 1")
     if isinstance(value, bool):
-        raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}")
+        raise not_an_integer
     try:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise InvalidInputError(f"{name} must be an integer >= 1, got {value!r}") from None
+        raise not_an_integer from None
     if number < 1:
-        raise InvalidInputError(f"{name} = {number} is outside the valid range [1, inf)")
+        raise InvalidInputError(
+            f"{name} = {number} is outside the valid range [1, inf): it must be an integer >= 1"
+        )
     return number

@@ -19,12 +19,11 @@ resolve 2^-24).
 from __future__ import annotations
 
 import functools
-import operator
 
 import torch
 from torch import Tensor
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, require_positive_int
 
 PROBABILITY_RESOLUTION_BITS = 30
 """Shots are uniform integers in [0, 2^30); probabilities are rounded to multiples of 2^-30."""
@@ -38,21 +37,11 @@ _MAX_OUTCOMES = 1 << 24
 """Largest K: the guide table of one row (2K cells) must fit the int32 indices."""
 _LINEAR_STEPS = 4
 """Steps taken one outcome at a time in crowded cells before the binary-search finish."""
-"""Largest K: the guide table of one row (2K cells) must fit the int32 indices."""
 
 
 def require_n_shots(n_shots: int) -> int:
     """Return ``n_shots`` if it is an integer >= 1, else raise InvalidInputError."""
-    message = f"n_shots = {n_shots!r} is not valid; the number of shots must be an integer >= 1"
-    if isinstance(n_shots, bool):
-        raise InvalidInputError(message)
-    try:
-        value = operator.index(n_shots)
-    except TypeError:
-        raise InvalidInputError(message) from None
-    if value < 1:
-        raise InvalidInputError(message)
-    return value
+    return require_positive_int("n_shots", n_shots)
 
 
 def _require_probabilities(probs: Tensor) -> None:

@@ -388,7 +388,7 @@ def test_series_too_short_for_window_names_l_h_rows_and_minimum(tmp_path: Path) 
         ({"seq_len": 0}, "seq_len = 0 is outside the valid range [1, inf)"),
         ({"horizon": -3}, "horizon = -3 is outside the valid range [1, inf)"),
         ({"seq_len": 2.5}, "seq_len = 2.5 is not an integer >= 1"),
-        ({"horizon": True}, "horizon must be an integer >= 1"),
+        ({"horizon": True}, "horizon = True is not an integer >= 1"),
         ({"max_train_windows": 0}, "max_train_windows = 0 is outside"),
         ({"dataset": None}, "no data given"),
         ({"dataset": "ETTm3"}, "unknown dataset 'ETTm3'; known datasets: ETTh1, ETTh2"),

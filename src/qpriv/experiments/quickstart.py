@@ -16,7 +16,7 @@ from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.audit import ChannelAudit, audit_channel
 
 #: The quickstart budget: chosen so that the three runs finish in under 10 minutes on 2 cores.
-QUICK_EPOCHS = 4
+QUICK_EPOCHS = 3
 QUICK_TRAIN_WINDOWS = 1024
 QUICK_EVAL_WINDOWS = 384
 QUICK_EVAL_PASSES = 3

@@ -21,49 +21,23 @@ the ratio of the total times. Target: ours >= 20x faster. Runs in well under a m
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import torch
+from _timing import best_seconds
 
 from qpriv.classification.dpsgd import per_example_gradients
 from qpriv.classification.models import QuantumClassifier
-from qpriv.quantum.circuits import ring_links
+from qpriv.quantum.circuits import pennylane_reference
 
 N_CLASSES = 4
 TAU = 0.5
 
 
-def best_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Minimum wall time of ``repeats`` calls after one warm-up call."""
-    run()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def pennylane_gradients(model: QuantumClassifier, x: torch.Tensor, y: torch.Tensor):
     """A function computing the (B, P) per-example gradients with PennyLane, one at a time."""
-    import pennylane as qml
-
-    n = model.circuit.n_qubits
-    device = qml.device("default.qubit", wires=n)
-
-    @qml.qnode(device, interface="torch", diff_method="backprop")
-    def circuit(psi, weights):
-        qml.StatePrep(psi, wires=range(n))
-        for layer in weights:
-            for wire in range(n):
-                qml.RZ(layer[wire, 0], wires=wire)
-                qml.RY(layer[wire, 1], wires=wire)
-                qml.RZ(layer[wire, 2], wires=wire)
-            for control, target in ring_links(n):
-                qml.CNOT(wires=[control, target])
-        return [qml.expval(qml.PauliZ(k)) for k in range(N_CLASSES)]
-
+    circuit = pennylane_reference(model.circuit.n_qubits, N_CLASSES)
     psi = model.encode(x).detach()
 
     def run() -> torch.Tensor:

@@ -19,25 +19,15 @@ Targets: fast >= 20x slow, and fast time <= 4x floor time.
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import torch
+from _timing import best_seconds
 
 from qpriv.quantum import quantum_features, quantum_features_reference
 
 ETTH1_EPOCH_STATES = 8281 * 7 * 81
 
 
-def best_seconds(run: Callable[[], object], repeats: int) -> float:
-    """Minimum wall time of ``repeats`` calls after one warm-up call."""
-    run()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ from qpriv.quantum.circuits import (
     apply_one_qubit,
     cnot_ring_permutation,
     depolarized,
+    pennylane_reference,
     ring_links,
     rot_matrices,
     ry_matrices,
@@ -214,22 +215,8 @@ def test_shot_estimates_are_exactly_binomial() -> None:
 
 
 def pennylane_circuit(n: int, k: int):
-    qml = pytest.importorskip("pennylane")
-    dev = qml.device("default.qubit", wires=n)
-
-    @qml.qnode(dev, interface="torch", diff_method="backprop")
-    def circuit(psi, weights):
-        qml.StatePrep(psi, wires=range(n))
-        for layer in weights:
-            for wire in range(n):
-                qml.RZ(layer[wire, 0], wires=wire)
-                qml.RY(layer[wire, 1], wires=wire)
-                qml.RZ(layer[wire, 2], wires=wire)
-            for control, target in ring_links(n):
-                qml.CNOT(wires=[control, target])
-        return [qml.expval(qml.PauliZ(w)) for w in range(k)]
-
-    return circuit
+    pytest.importorskip("pennylane")
+    return pennylane_reference(n, k)
 
 
 @pytest.mark.parametrize(("n", "layers", "k", "seed"),

@@ -299,3 +299,30 @@ def sample_expectations(
     counts = torch.binomial(torch.full_like(prob_plus, float(shots)), prob_plus,
                             generator=generator)
     return 2.0 * counts / shots - 1.0
+
+
+def pennylane_reference(n_qubits: int, n_readout: int):
+    """The same ansatz in PennyLane (``default.qubit``, torch interface, backprop), the
+    independent twin of :class:`VariationalCircuit` for tests and benchmarks.
+
+    Returns a QNode ``circuit(psi, weights) -> [<Z_0>, ..., <Z_{K-1}>]`` for one state ``psi``
+    (D,) and ``weights`` (L, n, 3) of RZ RY RZ angles. PennyLane is a test dependency only:
+    it is imported here, when the reference is asked for.
+    """
+    import pennylane as qml
+
+    device = qml.device("default.qubit", wires=n_qubits)
+
+    @qml.qnode(device, interface="torch", diff_method="backprop")
+    def circuit(psi: Tensor, weights: Tensor) -> list:
+        qml.StatePrep(psi, wires=range(n_qubits))
+        for layer in weights:
+            for wire in range(n_qubits):
+                qml.RZ(layer[wire, 0], wires=wire)
+                qml.RY(layer[wire, 1], wires=wire)
+                qml.RZ(layer[wire, 2], wires=wire)
+            for control, target in ring_links(n_qubits):
+                qml.CNOT(wires=[control, target])
+        return [qml.expval(qml.PauliZ(k)) for k in range(n_readout)]
+
+    return circuit

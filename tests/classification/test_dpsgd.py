@@ -21,14 +21,6 @@ from qpriv.classification.models import QuantumClassifier, TanhMLP
 from qpriv.errors import InvalidInputError
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")  # Opacus's own search
 def test_noise_multiplier_is_opacus_rdp_and_meets_the_target() -> None:
     from opacus.accountants import PRVAccountant

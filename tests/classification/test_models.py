@@ -16,14 +16,6 @@ from qpriv.classification.models import (
 from qpriv.errors import InvalidInputError
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_parameter_counts() -> None:
     assert count_parameters(TanhMLP(n_features=16, n_classes=4)) == 16 * 32 + 32 + 32 * 32 + 32 \
         + 32 * 4 + 4

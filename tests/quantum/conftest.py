@@ -58,12 +58,3 @@ def chi_square() -> Callable[..., tuple[float, float]]:
 def density_matrices() -> Callable[..., torch.Tensor]:
     return random_density_matrices
 
-
-@pytest.fixture(autouse=True)
-def single_thread():
-    """Run these tests on one torch thread (the sampler issues many small ops; on a shared CPU,
-    thread hand-offs dominate) and restore the caller's setting afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)

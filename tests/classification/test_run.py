@@ -37,7 +37,7 @@ def test_private_run_labels_every_privacy_number() -> None:
     eps = r["eps"]
     assert eps["kind"] == "global (eps, delta)-DP"
     assert eps["accounting"] == "rigorous"
-    assert eps["accountant"] == "opacus.accountants.RDPAccountant"
+    assert eps["accountant"].startswith("opacus.accountants.RDPAccountant")
     assert 0.9 * 5.0 <= eps["value"] <= 5.0 and eps["target"] == 5.0 and eps["delta"] == 1e-5
     assert eps["steps"] == round(1638 / 128)
     sigma = r["noise_multiplier"]

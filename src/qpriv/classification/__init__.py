@@ -39,7 +39,6 @@ from qpriv.classification.dpsgd import (
     DPSGDConfig,
     noise_multiplier_for,
     per_example_gradients,
-    rdp_epsilon,
     train_dpsgd,
 )
 from qpriv.classification.loader import LoadedImages, fit_loaders
@@ -71,7 +70,6 @@ __all__ = [
     "load_task",
     "noise_multiplier_for",
     "per_example_gradients",
-    "rdp_epsilon",
     "simulate_update_mse",
     "structural_clip",
     "theorem_3_2_constant",

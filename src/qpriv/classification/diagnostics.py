@@ -37,6 +37,10 @@ import torch
 from torch import Tensor
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.training.dpsgd import clip_factors
+
+__all__ = ["clip_factors", "gradient_diagnostics", "simulate_update_mse",
+           "update_mse_decomposition"]
 
 SAMPLING = ("iid", "shuffle", "poisson")
 
@@ -54,14 +58,6 @@ def _clip_value(clip: float | None) -> float:
     if clip is None:
         return math.inf
     return require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
-
-
-def clip_factors(norms: Tensor, clip: float | None) -> Tensor:
-    """min(1, C / ||g_i||) per example (1 without clipping; 1 for a zero gradient)."""
-    c = _clip_value(clip)
-    if math.isinf(c):
-        return torch.ones_like(norms)
-    return torch.clamp(c / norms.clamp(min=torch.finfo(norms.dtype).tiny), max=1.0)
 
 
 def _sampling(sampling: str) -> str:

@@ -10,10 +10,12 @@ The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2
 5. hand the result to the optimizer as the gradient (post-processing).
 
 The noise multiplier sigma comes from Opacus's RDP accountant for the real sample rate
-q = |B| / N, number of steps and delta (:func:`noise_multiplier_for`); the epsilon actually
-spent is read back from the same accountant (:func:`rdp_epsilon`). Privacy needs Poisson
-sampling (the accountant's assumption), so a private run samples that way; a run without noise
-(clipping only, the paper's Figure 2 setting, or no clipping at all) shuffles fixed-size batches.
+q = |B| / N, number of steps and delta
+(:func:`qpriv.privacy.dpsgd_accounting.noise_multiplier_for`); the epsilon actually spent is read
+back from the same accountant (:func:`qpriv.privacy.dpsgd_accounting.dpsgd_epsilon`). Privacy
+needs Poisson sampling (the accountant's assumption), so a private run samples that way; a run
+without noise (clipping only, the paper's Figure 2 setting, or no clipping at all) shuffles
+fixed-size batches.
 
 After every epoch :func:`train_dpsgd` records the diagnostics of
 :mod:`qpriv.classification.diagnostics` over every training example's gradient, plus the
@@ -24,39 +26,31 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
-from torch.func import functional_call, grad, vmap
 
-from qpriv.classification.diagnostics import clip_factors, gradient_diagnostics
+from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
+from qpriv.training.dpsgd import (
+    assign_flat_gradient,
+    clip_and_noise,
+    per_sample_gradients,
+    per_sample_gradients_loop,
+    poisson_batches,
+)
 
-ACCOUNTANT = "opacus.accountants.RDPAccountant"
+__all__ = ["DPSGDConfig", "dp_step", "epoch_diagnostics", "evaluate", "noise_multiplier_for",
+           "per_example_gradients", "per_example_gradients_loop", "train_dpsgd"]
+
 OPTIMIZERS = ("sgd", "adam")
-RDP_ORDERS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [
-    64, 80, 96, 128, 160, 192, 256, 384, 512, 768, 1024]
-"""RDP orders: Opacus's default grid (1.1 .. 63) extended to 1024, so that large budgets
-(eps ~ 10 over few steps), whose optimal order lies above 63, are not converted loosely."""
 
 
 # -- per-example gradients ------------------------------------------------------------------------
-
-
-def trainable_parameters(model: nn.Module) -> dict[str, Tensor]:
-    """The parameters that DP-SGD updates (``requires_grad``), detached, by name."""
-    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
-
-
-def _example_loss(model: nn.Module, params: dict[str, Tensor], x: Tensor, y: Tensor,
-                  noise: Tensor | None) -> Tensor:
-    kwargs = {} if noise is None else {"readout_noise": noise[None]}
-    logits = functional_call(model, params, (x[None],), kwargs)
-    return F.cross_entropy(logits, y[None])
 
 
 def per_example_gradients(
@@ -65,76 +59,18 @@ def per_example_gradients(
 ) -> Tensor:
     """Gradients of the per-example cross-entropy, flattened: (B, P) float32.
 
-    ``torch.func.vmap(torch.func.grad(loss))`` over the examples, the parameters shared. The
-    column order is that of ``model.named_parameters()`` (trainable ones), each flattened.
+    :func:`qpriv.training.dpsgd.per_sample_gradients` (vmap of grad) with the cross-entropy;
     ``readout_noise`` (B, K) is passed to models with sampled read-out.
     """
-    params = trainable_parameters(model)
-    if not params:
-        raise InvalidInputError("the model has no trainable parameters")
-
-    def loss(p: dict[str, Tensor], xi: Tensor, yi: Tensor, ni: Tensor | None) -> Tensor:
-        return _example_loss(model, p, xi, yi, ni)
-
-    noise_dim = None if readout_noise is None else 0
-    grads = vmap(grad(loss), in_dims=(None, 0, 0, noise_dim), chunk_size=chunk_size)(
-        params, x, y, readout_noise
-    )
-    return torch.cat([g.reshape(x.shape[0], -1) for g in grads.values()], dim=1)
+    extra = None if readout_noise is None else {"readout_noise": readout_noise}
+    grads, _ = per_sample_gradients(model, x, y, loss_fn=F.cross_entropy, sample_kwargs=extra,
+                                    chunk_size=chunk_size)
+    return grads
 
 
 def per_example_gradients_loop(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """The slow twin of :func:`per_example_gradients`: one autograd call per example."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    rows = []
-    for xi, yi in zip(x, y, strict=True):
-        loss = F.cross_entropy(model(xi[None]), yi[None])
-        rows.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)]))
-    return torch.stack(rows)
-
-
-def _assign_gradient(model: nn.Module, flat: Tensor) -> None:
-    offset = 0
-    for p in model.parameters():
-        if not p.requires_grad:
-            continue
-        size = p.numel()
-        p.grad = flat[offset:offset + size].view_as(p).to(p.dtype)
-        offset += size
-
-
-# -- accounting -----------------------------------------------------------------------------------
-
-
-def noise_multiplier_for(*, eps: float, delta: float, sample_rate: float, steps: int) -> float:
-    """sigma for (eps, delta)-DP after ``steps`` Poisson-subsampled Gaussian steps at rate q.
-
-    Opacus's ``get_noise_multiplier`` with the RDP accountant (``accountant="rdp"``) over the
-    orders :data:`RDP_ORDERS`.
-    """
-    from opacus.accountants.utils import get_noise_multiplier
-
-    eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
-    delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
-                             hint="delta is a probability in (0, 1), typically 1e-5")
-    q = require_in_range("sample_rate", sample_rate, low=0.0, high=1.0)
-    steps = require_positive_int("steps", steps)
-    with warnings.catch_warnings():  # the search visits tiny sigmas whose best order is the
-        # largest; the sigma it returns is checked by rdp_epsilon, which does warn
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
-        return float(get_noise_multiplier(target_epsilon=eps, target_delta=delta,
-                                          sample_rate=q, steps=steps, accountant="rdp",
-                                          alphas=RDP_ORDERS))
-
-
-def rdp_epsilon(*, noise_multiplier: float, sample_rate: float, steps: int, delta: float
-                ) -> float:
-    """The epsilon that Opacus's RDP accountant gives for ``steps`` steps (sigma, q), at delta."""
-    from opacus.accountants import RDPAccountant
-
-    accountant = RDPAccountant()
-    accountant.history = [(float(noise_multiplier), float(sample_rate), int(steps))]
-    return float(accountant.get_epsilon(delta=delta, alphas=RDP_ORDERS))
+    return per_sample_gradients_loop(model, x, y, loss_fn=F.cross_entropy)
 
 
 # -- the training loop ----------------------------------------------------------------------------
@@ -202,9 +138,8 @@ def _make_optimizer(model: nn.Module, config: DPSGDConfig) -> torch.optim.Optimi
 
 def _batches(n: int, config: DPSGDConfig, generator: torch.Generator) -> list[Tensor]:
     if config.sampling == "poisson":
-        rate = config.batch_size / n
-        return [torch.nonzero(torch.rand(n, generator=generator) < rate).flatten()
-                for _ in range(config.steps_per_epoch(n))]
+        return poisson_batches(n, sample_rate=config.batch_size / n,
+                               steps=config.steps_per_epoch(n), generator=generator)
     perm = torch.randperm(n, generator=generator)
     return list(perm.split(config.batch_size))
 
@@ -219,25 +154,21 @@ def dp_step(
     Gaussian noise of the mechanism.
     """
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    if x.shape[0] == 0:  # an empty Poisson batch still releases the noise
-        total = torch.zeros(n_params)
-        clipped_fraction = 0.0
-    else:
+    grads = None
+    if x.shape[0] > 0:  # an empty Poisson batch still releases the noise
         noise = (model.draw_readout_noise(x, generator=generator)
                  if hasattr(model, "draw_readout_noise") else None)
         grads = per_example_gradients(model, x, y, readout_noise=noise)
         if config.preclip_noise > 0:
             grads = grads + config.preclip_noise * torch.randn(
                 grads.shape, generator=generator, dtype=grads.dtype)
-        factors = clip_factors(grads.norm(dim=1), config.clip)
-        total = (grads * factors[:, None]).sum(dim=0)
-        clipped_fraction = float((factors < 1).float().mean())
-    if config.noise_multiplier > 0:
-        total = total + config.noise_multiplier * config.clip * torch.randn(
-            n_params, generator=generator, dtype=total.dtype)
     denom = config.batch_size if config.sampling == "poisson" else max(x.shape[0], 1)
+    update, clipped_fraction = clip_and_noise(
+        None if grads is None else {"all": grads}, shapes={"all": torch.Size([n_params])},
+        clip=config.clip, noise_multiplier=config.noise_multiplier, denominator=denom,
+        generator=generator)
     optimizer.zero_grad(set_to_none=True)
-    _assign_gradient(model, total / denom)
+    assign_flat_gradient(model, update["all"])
     optimizer.step()
     return {"batch_clip_fraction": clipped_fraction}
 

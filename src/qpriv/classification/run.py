@@ -31,13 +31,7 @@ from torch import nn
 
 from qpriv.classification.bounds import clipping_bias_bound, structural_clip
 from qpriv.classification.data import TASKS, ClassificationData, load_task
-from qpriv.classification.dpsgd import (
-    ACCOUNTANT,
-    DPSGDConfig,
-    noise_multiplier_for,
-    rdp_epsilon,
-    train_dpsgd,
-)
+from qpriv.classification.dpsgd import DPSGDConfig, train_dpsgd
 from qpriv.classification.loader import fit_loaders
 from qpriv.classification.models import (
     GroupNormCNN,
@@ -47,6 +41,7 @@ from qpriv.classification.models import (
     count_parameters,
 )
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
 from qpriv.training.checkpoints import atomic_write_json
 from qpriv.training.seeding import derive_seed, seed_everything
@@ -60,6 +55,7 @@ classifier (the paper's "around 500 trainable parameters")."""
 CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
 DP_KIND = "global (eps, delta)-DP"
+ACCOUNTANT = ACCOUNTANTS["rdp"]
 ACCOUNTING_NOTE = (
     f"{ACCOUNTANT}: sigma from opacus.accountants.utils.get_noise_multiplier("
     "accountant='rdp') for the run's sample rate, steps and delta; eps read back from the "
@@ -373,7 +369,7 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
     rate = config.batch_size / n_train
     steps = config.epochs * config.steps_per_epoch(n_train)
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=rate, steps=steps)
-    spent = rdp_epsilon(noise_multiplier=sigma, sample_rate=rate, steps=steps, delta=delta)
+    spent = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=rate, steps=steps, delta=delta)
     label = {"kind": DP_KIND, "accounting": "rigorous", "accountant": ACCOUNTANT}
     return {
         "sigma": sigma,

@@ -13,6 +13,7 @@ from qpriv.errors import InvalidInputError, require_in_range
 
 NORMS = ("qc-adaln", "layernorm")
 FEATURE_SCALES = ("centred", "raw")
+NORMALISATIONS = ("revin", "fixed")
 
 
 def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
@@ -38,7 +39,13 @@ class ModelConfig:
     ablation). ``dropout`` defaults to 0.0 because the paper states none. ``feature_scale`` is the
     fixed map applied to qf before W_proj and the conditioning MLPs: ``"centred"`` (default,
     see :class:`~qpriv.forecasting.layers.QuantumFeatures`) or ``"raw"`` (the frequencies and
-    purity as measured).
+    purity as measured). ``normalisation`` is ``"revin"`` (the paper: each window z-scored with
+    its own mean and std, restored at the output; those statistics bypass the channel, SPEC
+    8.4) or ``"fixed"`` (no per-window statistics: the series enters as the data loader scaled
+    it, with the training split's statistics; RevIN's data-independent affine map stays).
+    ``input_noise`` is the standard deviation of Gaussian noise added to every value of the
+    (z-scored) input window on every pass, before anything else reads it (the DP-Input
+    baseline, SPEC section 4).
     """
 
     seq_len: int = 336
@@ -60,6 +67,8 @@ class ModelConfig:
     norm: str = "qc-adaln"
     gate: float = 1.0
     feature_scale: str = "centred"
+    input_noise: float = 0.0
+    normalisation: str = "revin"
 
     def __post_init__(self) -> None:
         _require_int("dim (token length D)", self.dim, low=2)
@@ -96,6 +105,8 @@ class ModelConfig:
                          hint="use None for exact outcome probabilities")
         require_in_range("sigma (injection scale)", self.sigma, low=0.0, low_inclusive=True)
         require_in_range("k (noise #3 amplification)", self.k, low=0.0, low_inclusive=True)
+        require_in_range("input_noise (input noise std)", self.input_noise, low=0.0,
+                         low_inclusive=True)
         require_in_range("gate", self.gate, low=0.0, low_inclusive=True, high=1.0)
         if self.feature_scale not in FEATURE_SCALES:
             raise InvalidInputError(
@@ -103,6 +114,12 @@ class ModelConfig:
             )
         if self.norm not in NORMS:
             raise InvalidInputError(f"norm = {self.norm!r} is not one of {', '.join(NORMS)}")
+        if self.normalisation not in NORMALISATIONS:
+            raise InvalidInputError(
+                f"normalisation = {self.normalisation!r} is not one of "
+                f"{', '.join(NORMALISATIONS)}; 'revin' normalises each window with its own "
+                "statistics (the paper), 'fixed' uses none (the side-channel-free variant)"
+            )
         if not self.use_quantum and self.gate != 0.0:
             raise InvalidInputError(
                 f"gate = {self.gate:g} with use_quantum = False would zero the only input the "

@@ -2,7 +2,8 @@
 
 The forward pass reads as the pipeline of the paper (section 5.1, Figure 1; SPEC section 3):
 
-1. RevIN per window and channel;                            (B, L, C) -> (B, C, L)
+1. RevIN per window and channel (``normalisation="fixed"``:   (B, L, C) -> (B, C, L)
+   no per-window statistics, SPEC 8.4);
 2. tokens: sliding windows of length D, stride s;           (B, C, T, D), T = (L - D) // s + 1
 3. quantum features qf = [SIC-POVM frequencies, purity];    (B, C, T, D^2 + 1), no grad
 4. W_proj qf and the classical embedding x_cl,
@@ -65,7 +66,7 @@ class LDPTForecaster(nn.Module):
         d, T = cfg.d_model, cfg.n_tokens
         sigma = cfg.sigma if cfg.injects else 0.0
 
-        self.revin = RevIN(cfg.n_channels)
+        self.revin = RevIN(cfg.n_channels, per_window=cfg.normalisation == "revin")
         self.embed = (
             ClassicalEmbedding(dim=cfg.dim, d_model=d, n_tokens=T)
             if cfg.uses_classical_embedding else None
@@ -96,6 +97,9 @@ class LDPTForecaster(nn.Module):
                 f"n_channels = {cfg.n_channels})"
             )
         shots_rng, noise_rng = self._generators(x.device)
+        if cfg.input_noise > 0:  # DP-Input: the raw window is noised before anything reads it
+            x = x + cfg.input_noise * torch.randn(x.shape, generator=noise_rng, device=x.device,
+                                                  dtype=x.dtype)
 
         x_norm, z, stats = self.revin(x.transpose(1, 2))  # (B, C, L) each
         tokens = x_norm.unfold(-1, cfg.dim, cfg.stride)  # (B, C, T, D)
@@ -115,6 +119,19 @@ class LDPTForecaster(nn.Module):
             h = block(h, x_enh if i == 0 else h, q, noise_rng)  # (B, C, T, d)
         y = self.inject_output(self.head(h), noise_rng)  # (B, C, H)
         return self.revin.denormalise(y, stats).transpose(1, 2)  # (B, H, C)
+
+    def encoded_tokens(self, x: Tensor) -> Tensor | None:
+        """The tokens that :meth:`forward` amplitude-encodes and sends through the channel.
+
+        ``x (B, L, C)`` -> ``(B, C, T, D)`` in x's dtype (float64 in, float64 out, so an audit
+        can compare states to 1e-9), by the same normalisation and unfolding as the forward
+        pass; None for a model without the quantum path. Used by the side-channel audit
+        (:mod:`qpriv.privacy.sidechannel`).
+        """
+        if self.features is None:
+            return None
+        _, z, _ = self.revin(x.transpose(1, 2))  # (B, C, L)
+        return z.unfold(-1, self.config.dim, self.config.stride)
 
     # -- noise streams ---------------------------------------------------------------------
 

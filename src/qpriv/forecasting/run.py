@@ -28,16 +28,25 @@ import torch
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import load_forecasting_data
-from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, setup_method
+from qpriv.forecasting.methods import (
+    GLOBAL_DP,
+    LOCAL_DP,
+    LOCAL_QDP,
+    MethodSetup,
+    setup_method,
+)
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.privacy.composition import advanced_composition, basic_composition
+from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import CHECKPOINT, TrainConfig, Trainer
+from qpriv.training.trainer import CHECKPOINT, StepStrategy, TrainConfig, Trainer
 
 CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
 DEFAULT_DELTA_PRIME = 1e-6
+DEFAULT_EPOCHS = 20
 
 
 def run_forecast(
@@ -48,7 +57,8 @@ def run_forecast(
     horizon: int = 24,
     method: str = "ldpt",
     eps: float | None = 0.1,
-    epochs: int = 20,
+    epochs: int | None = None,
+    batch_size: int | None = None,
     seed: int = 2024,
     max_train_windows: int | None = None,
     max_eval_windows: int | None = None,
@@ -71,7 +81,11 @@ def run_forecast(
         method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
             ``ldpt``, ``ldpt-clean``, ...
         eps: per-pass budget eps_s > 0 for methods that calibrate to one (ignored otherwise).
-        epochs, seed, eval_passes: the protocol (SPEC section 5).
+        epochs, seed, eval_passes: the protocol (SPEC section 5); ``epochs`` None takes the
+            method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate warm-up
+            shrinks in proportion when ``epochs`` is below the method's own.
+        batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
+            sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
         resume: continue the run in ``out_dir`` from its checkpoint (same settings required).
         progress: a tqdm bar per epoch on stderr.
@@ -95,8 +109,16 @@ def run_forecast(
     """
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
     setup = setup_method(method, base=base, eps=eps, overrides=overrides)
-    train_config = TrainConfig(epochs=epochs, seed=seed, eval_passes=eval_passes,
-                               progress=progress)
+    training = {"epochs": DEFAULT_EPOCHS, **setup.training}
+    if epochs is not None:
+        if training.get("warmup_epochs"):
+            training["warmup_epochs"] = training["warmup_epochs"] * epochs // training["epochs"]
+        training["epochs"] = epochs
+    if batch_size is not None:
+        training["batch_size"] = batch_size
+    train_config = TrainConfig(seed=seed, eval_passes=eval_passes, progress=progress,
+                               **training)
+    epochs = train_config.epochs
     if threads is not None and (isinstance(threads, bool) or int(threads) != threads
                                 or threads < 1):
         raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
@@ -115,6 +137,7 @@ def run_forecast(
             max_eval_windows=max_eval_windows,
         )
         setup = replace(setup, config=replace(setup.config, n_channels=data.n_channels))
+        strategy = _strategy(setup, n_train=len(data.train), train_config=train_config)
         request = {
             "dataset": data.dataset, "source": str(data.source), "channels": list(data.channels),
             "seq_len": seq_len, "horizon": horizon, "method": method,
@@ -130,7 +153,7 @@ def run_forecast(
         seed_everything(derive_seed(seed, "model-init"))
         model = LDPTForecaster(setup.config)
         trainer = Trainer(model, train=data.train, val=data.val, config=train_config,
-                          checkpoint_dir=out)
+                          checkpoint_dir=out, strategy=strategy)
         fit = trainer.fit(resume=resume)
         test = trainer.evaluate(data.test)
     finally:
@@ -151,7 +174,8 @@ def run_forecast(
                     "channels": data.n_channels},
         "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
         **_feature_counts(model),
-        **_privacy(setup, epochs=epochs, delta_prime=delta_prime),
+        **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
+                   strategy=trainer.strategy.report()),
         "model": setup.config.as_dict(),
         "train": train_config.as_dict(),
         "strategy": trainer.strategy.report(),
@@ -164,10 +188,52 @@ def run_forecast(
     return result
 
 
-def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float) -> dict:
+def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
+              ) -> StepStrategy | None:
+    """The DP-SGD step for methods that ask for it, its noise multiplier from Opacus's
+    accountant for this training set's sample rate and steps (None: plain steps)."""
+    if setup.dpsgd is None:
+        return None
+    spec = setup.dpsgd
+    q, steps = dpsgd_schedule(n_train=n_train, batch_size=train_config.batch_size,
+                              epochs=train_config.epochs)
+    sigma = noise_multiplier_for(eps=spec["eps"], delta=spec["delta"], sample_rate=q,
+                                 steps=steps)
+    return DPSGDStrategy(
+        clip=spec["clip"], noise_multiplier=sigma, sample_rate=q,
+        steps_per_epoch=steps // train_config.epochs, delta=spec["delta"],
+        seed=derive_seed(train_config.seed, "dp-noise"), target_eps=spec["eps"],
+    )
+
+
+def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict) -> dict:
     """The privacy part of a result: each number labelled with its kind and accounting."""
+    notes = list(setup.notes)
+    if setup.privacy == GLOBAL_DP:
+        return {"privacy": setup.privacy, "eps_per_pass": None, "eps": strategy["eps"],
+                "noise_multiplier": strategy["noise_multiplier"], "privacy_notes": [
+                    *notes,
+                    "hyper-parameters and the validation split used for model selection are "
+                    "not accounted",
+                    "RevIN statistics are per window and inside the clipped gradient: covered"]}
+    if setup.privacy == LOCAL_DP:
+        eps = setup.eps_per_pass
+        delta = setup.noise["delta"]
+        label = {"accounting": "paper", "mechanism": "Gaussian (eq. 1), L2 sensitivity 1",
+                 "delta": delta}
+        return {
+            "privacy": setup.privacy,
+            "eps_per_pass": {"value": eps, "kind": LOCAL_DP, **label},
+            "eps_basic": {"value": basic_composition(eps, epochs=epochs), "kind": "composed",
+                          "composition": "basic (eq. 16), training passes only",
+                          "delta_total": epochs * delta, "epochs": epochs, **label},
+            "sigma": setup.noise["input_sigma"],
+            "privacy_notes": notes,
+        }
     if setup.privacy != LOCAL_QDP or setup.eps_per_pass is None:
-        return {"privacy": setup.privacy, "eps_per_pass": None}
+        extra = {"sigma": setup.noise["sigma"]} if "sigma" in setup.noise else {}
+        return {"privacy": setup.privacy, "eps_per_pass": None, **extra,
+                **({"privacy_notes": notes} if notes else {})}
     eps = setup.eps_per_pass
     cal = setup.calibration
     label = {"accounting": "paper", "neighbourhood": f"trace distance d = {cal.d:g} (full norm)"}
@@ -186,6 +252,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float) -> dict:
         "sigma": setup.config.sigma,
         "calibration": cal.as_dict(),
         "privacy_notes": [
+            *notes,
             "paper accounting counts one use of the channel per token and pass; the features "
             "release N_s shots of every token, over all tokens and passes (SPEC 8.2): see the "
             "rigorous accounting",

@@ -49,7 +49,9 @@ class TrainConfig:
     """The training protocol (SPEC section 5 and paper section 7.2 by default).
 
     ``lr`` applies to every parameter group except ``quantum_attention``, which gets
-    ``lr_quantum_attention``. ``amp`` is used only on CUDA. ``device`` None picks CUDA when
+    ``lr_quantum_attention``. ``warmup_epochs`` > 0 ramps every rate linearly from its first
+    step to the full rate (the tuned DP-SGD of paper section 8.3); ReduceLROnPlateau starts
+    after it. ``amp`` is used only on CUDA. ``device`` None picks CUDA when
     present. ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds.
     """
 
@@ -61,6 +63,7 @@ class TrainConfig:
     weight_decay: float = 1.2e-3
     plateau_patience: int = 5
     plateau_factor: float = 0.5
+    warmup_epochs: int = 0
     seed: int = 2024
     eval_passes: int = 1
     amp: bool = True
@@ -72,8 +75,15 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise InvalidInputError(f"{name} = {value!r} is not an integer >= 1")
-        if isinstance(self.plateau_patience, bool) or self.plateau_patience < 0:
-            raise InvalidInputError(f"plateau_patience = {self.plateau_patience!r} is not >= 0")
+        for name in ("plateau_patience", "warmup_epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or int(value) != value or value < 0:
+                raise InvalidInputError(f"{name} = {value!r} is not an integer >= 0")
+        if self.warmup_epochs >= self.epochs:
+            raise InvalidInputError(
+                f"warmup_epochs = {self.warmup_epochs} leaves no epoch at the full learning "
+                f"rate out of epochs = {self.epochs}; use fewer warm-up epochs"
+            )
         if isinstance(self.seed, bool) or int(self.seed) != self.seed:
             raise InvalidInputError(f"seed = {self.seed!r} is not an integer")
         require_in_range("lr", self.lr, low=0.0)
@@ -116,13 +126,18 @@ class StepStrategy:
         return list(torch.randperm(n_train, generator=generator).split(batch_size))
 
     def step(
-        self, loss: Tensor, *, optimizer: torch.optim.Optimizer,
-        scaler: torch.amp.GradScaler,
-    ) -> None:
+        self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
+        scaler: torch.amp.GradScaler, amp: bool,
+    ) -> Tensor:
+        """One update on the batch ``(x, y)``; returns the batch's mean loss (detached)."""
+        with autocast(x.device, enabled=amp):
+            pred = model(x)
+        loss = F.mse_loss(pred.float(), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+        return loss.detach()
 
     def state_dict(self) -> dict:
         return {}
@@ -201,13 +216,14 @@ class Trainer:
     def _param_groups(self, model: nn.Module) -> list[dict]:
         cfg = self.config
         if not hasattr(model, "parameter_groups"):
-            return [{"name": "all", "lr": cfg.lr,
+            return [{"name": "all", "lr": cfg.lr, "base_lr": cfg.lr,
                      "params": [p for p in model.parameters() if p.requires_grad]}]
-        return [
-            {"name": name, "params": params,
-             "lr": cfg.lr_quantum_attention if name == "quantum_attention" else cfg.lr}
-            for name, params in model.parameter_groups().items() if params
-        ]
+        groups = []
+        for name, params in model.parameter_groups().items():
+            lr = cfg.lr_quantum_attention if name == "quantum_attention" else cfg.lr
+            if params:
+                groups.append({"name": name, "params": params, "lr": lr, "base_lr": lr})
+        return groups
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -224,7 +240,8 @@ class Trainer:
             tic = time.perf_counter()
             val_loss = self.evaluate(self.val_data, passes=1)["mse"]
             val_seconds = time.perf_counter() - tic
-            self.scheduler.step(val_loss)
+            if epoch > cfg.warmup_epochs:  # the plateau counts from the end of the warm-up
+                self.scheduler.step(val_loss)
             if val_loss < self.best["val_loss"]:
                 self.best = {"epoch": epoch, "val_loss": val_loss, "model": self._weights()}
                 if self.checkpoint_dir is not None:
@@ -257,16 +274,25 @@ class Trainer:
             for i, index in enumerate(batches):
                 x, y = self.train_data.windows(index)
                 x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
-                with autocast(self.device, enabled=self.amp):
-                    pred = self.model(x)
-                loss = F.mse_loss(pred.float(), y)
-                self.strategy.step(loss, optimizer=self.optimizer, scaler=self.scaler)
-                total += loss.detach() * len(index)
+                self._warm_up(epoch, i, len(batches))
+                loss = self.strategy.step(self.model, x, y, optimizer=self.optimizer,
+                                          scaler=self.scaler, amp=self.amp)
+                total += loss.to(self.device) * len(index)
                 seen += len(index)
                 bar.update()
                 if cfg.progress and (i % 10 == 0 or i == len(batches) - 1):
                     bar.set_postfix(loss=f"{float(total) / seen:.4f}")
-        return float(total) / seen, time.perf_counter() - tic
+        return float(total) / max(seen, 1), time.perf_counter() - tic
+
+    def _warm_up(self, epoch: int, batch: int, n_batches: int) -> None:
+        """Linear learning-rate warm-up over the first ``warmup_epochs`` epochs, step by step,
+        from 1/n of each group's rate to the full rate."""
+        warmup = self.config.warmup_epochs
+        if epoch > warmup:
+            return
+        progress = ((epoch - 1) * n_batches + batch + 1) / (warmup * n_batches)
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["base_lr"] * progress
 
     def evaluate(self, data: WindowSource, *, passes: int | None = None) -> dict[str, float]:
         """MSE and MAE on ``data`` with the fixed evaluation seed (see :func:`evaluate`)."""

@@ -1,0 +1,66 @@
+"""DP-SGD step time over the plain step on the same backbone and batch, in one run.
+
+The plain step is the trainer's default (forward, batch-mean MSE, backward, RAdam); the DP-SGD
+step is :class:`qpriv.training.dpsgd.DPSGDStrategy` (per-window gradients by vmap of grad,
+clipping at C, Gaussian noise, RAdam). Both use the classical backbone at the paper's size on
+real ETTh1 windows; the ratio dpsgd / plain is printed last (issue target: <= 1.3).
+
+    python benchmarks/dpsgd_cost.py --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _timing import best_seconds
+
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.model import LDPTForecaster
+from qpriv.training.dpsgd import DPSGDStrategy
+from qpriv.training.trainer import StepStrategy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="ETTh1")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--horizon", type=int, default=24)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    data = load_forecasting_data(args.dataset, horizon=args.horizon, data_dir=args.data_dir,
+                                 max_train_windows=args.batch_size, max_eval_windows=8)
+    base = ModelConfig(horizon=args.horizon, n_channels=data.n_channels)
+    x, y = data.train.windows(torch.arange(args.batch_size))
+    torch.manual_seed(0)
+    model = LDPTForecaster(setup_method("dpsgd", base=base, eps=1.0).config)
+    optimizer = torch.optim.RAdam(model.parameters(), lr=1e-4, decoupled_weight_decay=True,
+                                  weight_decay=1.2e-3)
+    scaler = torch.amp.GradScaler("cuda", enabled=False)
+    plain = StepStrategy()
+    private = DPSGDStrategy(clip=1.0, noise_multiplier=1.0, sample_rate=0.01,
+                            steps_per_epoch=1, delta=1e-6, seed=0)
+    private.prepare(model, optimizer, n_train=len(x) * 100, batch_size=args.batch_size)
+
+    def step(strategy: StepStrategy) -> None:
+        strategy.step(model, x, y, optimizer=optimizer, scaler=scaler, amp=False)
+
+    plain_s = best_seconds(lambda: step(plain), args.repeats)
+    dp_s = best_seconds(lambda: step(private), args.repeats)
+    params = sum(p.numel() for p in model.parameters())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch "
+          f"{args.batch_size} windows x {data.n_channels} channels, L = {base.seq_len}, "
+          f"H = {args.horizon}, {params:,} parameters")
+    print(f"plain step   {plain_s * 1e3:8.1f} ms")
+    print(f"DP-SGD step  {dp_s * 1e3:8.1f} ms  (per-window vmap gradients, clip, noise)")
+    print(f"ratio dpsgd / plain: {dp_s / plain_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""DP-SGD (Abadi et al. 2016) as pieces shared by every private trainer in qpriv.
+
+- :func:`per_sample_gradients`: the gradient of each sample's loss, ``torch.func`` vmap of grad
+  over the batch, flattened to ``(B, P)``. For the forecaster a sample is a window (all channels
+  of it): the model keeps the window as the leading axis of every tensor, so nothing is ever
+  clipped per (window, channel) pair, which would divide the effective noise by the channel
+  count (the trap of Opacus's hooks on a channel-independent reshape).
+- :func:`clip_and_noise`: clip each row to norm C, sum, add N(0, sigma^2 C^2 I), divide by the
+  expected batch size.
+- :func:`poisson_batches`: each sample joins each batch independently with probability q, the
+  sampling that the accountants of :mod:`qpriv.privacy.dpsgd_accounting` assume.
+- :class:`DPSGDStrategy`: the :class:`~qpriv.training.trainer.StepStrategy` that makes the one
+  trainer loop private, with its accountant state in the checkpoint.
+
+Per-sample gradients are written with ``torch.func`` rather than Opacus's ``GradSampleModule``:
+the hooks need one registered rule per layer kind and a parameter used once per forward, while
+RevIN's affine is applied twice (normalise and denormalise); vmap of grad is exact for any
+module. Opacus still supplies the accountants.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+
+import torch
+import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
+from torch import Tensor, nn
+from torch.func import functional_call, grad_and_value, vmap
+
+from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
+from qpriv.training.trainer import StepStrategy
+
+DP_KIND = "global (eps, delta)-DP"
+
+
+def trainable_parameters(model: nn.Module) -> dict[str, Tensor]:
+    """The parameters that DP-SGD updates (``requires_grad``), detached, by name."""
+    return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def per_sample_gradient_dict(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    *,
+    loss_fn: Callable[[Tensor, Tensor], Tensor],
+    sample_kwargs: Mapping[str, Tensor] | None = None,
+    chunk_size: int | None = None,
+) -> tuple[dict[str, Tensor], Tensor]:
+    """Per-sample gradients by parameter name (each ``(B, *shape)``) and the losses ``(B,)`` of
+    ``loss_fn(model(x_i[None]), y_i[None])``.
+
+    ``sample_kwargs`` are per-sample keyword tensors (leading axis B) passed to the model
+    (e.g. a classifier's sampled read-out noise), each as a batch of one.
+    """
+    params = trainable_parameters(model)
+    if not params:
+        raise InvalidInputError("the model has no trainable parameters")
+    names = list(sample_kwargs or {})
+
+    def loss(p: dict[str, Tensor], xi: Tensor, yi: Tensor, *extra: Tensor) -> Tensor:
+        kwargs = {name: value[None] for name, value in zip(names, extra, strict=True)}
+        return loss_fn(functional_call(model, p, (xi[None],), kwargs), yi[None])
+
+    extras = [sample_kwargs[name] for name in names]
+    in_dims = (None, 0, 0, *([0] * len(extras)))
+    with warnings.catch_warnings():  # ops without a batching rule (the CPU attention kernel,
+        # unfold's backward) run per sample: correct, and measured in benchmarks/dpsgd_cost.py
+        warnings.filterwarnings("ignore", message="There is a performance drop")
+        return vmap(grad_and_value(loss), in_dims=in_dims, chunk_size=chunk_size)(
+            params, x, y, *extras
+        )
+
+
+def per_sample_gradients(
+    model: nn.Module,
+    x: Tensor,
+    y: Tensor,
+    *,
+    loss_fn: Callable[[Tensor, Tensor], Tensor],
+    sample_kwargs: Mapping[str, Tensor] | None = None,
+    chunk_size: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """:func:`per_sample_gradient_dict` flattened: gradients ``(B, P)`` with the columns in
+    ``model.named_parameters()`` order (trainable ones), and the losses ``(B,)``."""
+    grads, losses = per_sample_gradient_dict(model, x, y, loss_fn=loss_fn,
+                                             sample_kwargs=sample_kwargs, chunk_size=chunk_size)
+    return torch.cat([g.reshape(x.shape[0], -1) for g in grads.values()], dim=1), losses
+
+
+def per_sample_gradients_loop(
+    model: nn.Module, x: Tensor, y: Tensor, *, loss_fn: Callable[[Tensor, Tensor], Tensor]
+) -> Tensor:
+    """The slow twin of :func:`per_sample_gradients`: one autograd call per sample."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    rows = []
+    for xi, yi in zip(x, y, strict=True):
+        loss = loss_fn(model(xi[None]), yi[None])
+        rows.append(torch.cat([g.reshape(-1) for g in torch.autograd.grad(loss, params)]))
+    return torch.stack(rows)
+
+
+def clip_factors(norms: Tensor, clip: float | None) -> Tensor:
+    """min(1, C / ||g_i||) per sample (1 without clipping; 1 for a zero gradient)."""
+    if clip is None:
+        return torch.ones_like(norms)
+    clip = require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
+    return torch.clamp(clip / norms.clamp(min=torch.finfo(norms.dtype).tiny), max=1.0)
+
+
+def clip_and_noise(
+    grads: Mapping[str, Tensor] | None,
+    *,
+    shapes: Mapping[str, torch.Size],
+    clip: float | None,
+    noise_multiplier: float,
+    denominator: float,
+    generator: torch.Generator,
+) -> tuple[dict[str, Tensor], float]:
+    """The privatised mean gradient of one batch, by name, and the fraction of samples clipped.
+
+    ``(sum_i clip_C(g_i) + N(0, sigma^2 C^2 I)) / denominator``, where ``g_i`` is sample i's
+    gradient over every entry of ``grads`` (name -> ``(B, *shape)``) together, so the norm
+    that is clipped is the whole per-sample gradient's. ``grads`` None (an empty Poisson
+    batch) still releases the noise, shaped by ``shapes``. ``denominator`` is the expected batch
+    size q N under Poisson sampling (as Opacus divides), the real size otherwise. Works on the
+    per-parameter tensors as they come, without a (B, P) copy.
+    """
+    if grads is None or next(iter(grads.values())).shape[0] == 0:
+        total = {name: torch.zeros(shape) for name, shape in shapes.items()}
+        clipped = 0.0
+    else:
+        squares = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())
+        factors = clip_factors(squares.sqrt(), clip)
+        total = {name: torch.tensordot(factors, g, dims=1) for name, g in grads.items()}
+        clipped = float((factors < 1).float().mean())
+    if noise_multiplier > 0:
+        if clip is None:
+            raise InvalidInputError("noise needs a clipping threshold: its scale is sigma * C")
+        scale = noise_multiplier * clip
+        total = {name: t + scale * torch.randn(t.shape, generator=generator, dtype=t.dtype,
+                                               device=t.device) for name, t in total.items()}
+    return {name: t / denominator for name, t in total.items()}, clipped
+
+
+def assign_flat_gradient(model: nn.Module, flat: Tensor) -> None:
+    """Write ``flat`` (in ``named_parameters`` order) into the ``.grad`` of the trainable
+    parameters."""
+    offset = 0
+    for p in model.parameters():
+        if not p.requires_grad:
+            continue
+        size = p.numel()
+        p.grad = flat[offset:offset + size].view_as(p).to(p.dtype)
+        offset += size
+
+
+def poisson_batches(
+    n: int, *, sample_rate: float, steps: int, generator: torch.Generator
+) -> list[Tensor]:
+    """``steps`` batches, each holding every index independently with probability q."""
+    return [torch.nonzero(torch.rand(n, generator=generator) < sample_rate).flatten()
+            for _ in range(steps)]
+
+
+def window_mse(pred: Tensor, target: Tensor) -> Tensor:
+    """The forecaster's per-window loss: the MSE over horizon and channels."""
+    return F.mse_loss(pred.float(), target)
+
+
+class DPSGDStrategy(StepStrategy):
+    """DP-SGD for the trainer: Poisson batches at rate q, per-window clipping at C, Gaussian
+    noise sigma C on the sum, division by the expected batch size qN.
+
+    ``noise_multiplier`` comes from :func:`qpriv.privacy.dpsgd_accounting.noise_multiplier_for`
+    for the run's (eps, delta, q, steps); the steps taken are counted and the epsilon spent is
+    read back from the accountant in :meth:`report`. ``seed`` seeds the batch sampler and the
+    noise, whose states go into the checkpoint.
+    """
+
+    name = "dpsgd"
+
+    def __init__(
+        self, *, clip: float, noise_multiplier: float, sample_rate: float,
+        steps_per_epoch: int, delta: float, seed: int, accountant: str = "rdp",
+        target_eps: float | None = None, chunk_size: int | None = None,
+    ) -> None:
+        self.clip = require_in_range("clip", clip, low=0.0, hint="the clipping norm C is > 0")
+        self.noise_multiplier = require_in_range("noise_multiplier", noise_multiplier, low=0.0,
+                                                 low_inclusive=True)
+        self.sample_rate = require_in_range("sample_rate", sample_rate, low=0.0, high=1.0)
+        self.steps_per_epoch = require_positive_int("steps_per_epoch", steps_per_epoch)
+        self.delta = delta
+        self.accountant = accountant
+        self.target_eps = target_eps
+        self.chunk_size = chunk_size
+        self.steps = 0
+        self.clipped: list[float] = []
+        self.noise = torch.Generator().manual_seed(int(seed))
+
+    def batches(self, n_train: int, *, batch_size: int, generator: torch.Generator
+                ) -> list[Tensor]:
+        return poisson_batches(n_train, sample_rate=self.sample_rate,
+                               steps=self.steps_per_epoch, generator=generator)
+
+    def step(self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
+             scaler: torch.amp.GradScaler, amp: bool) -> Tensor:
+        params = dict(model.named_parameters())
+        shapes = {name: p.shape for name, p in params.items() if p.requires_grad}
+        grads, losses = (None, None) if x.shape[0] == 0 else per_sample_gradient_dict(
+            model, x, y, loss_fn=window_mse, chunk_size=self.chunk_size)
+        update, clipped = clip_and_noise(
+            grads, shapes=shapes, clip=self.clip, noise_multiplier=self.noise_multiplier,
+            denominator=self.sample_rate * self._n_train, generator=self.noise)
+        optimizer.zero_grad(set_to_none=True)
+        for name, value in update.items():
+            params[name].grad = value.to(params[name].device, params[name].dtype)
+        optimizer.step()
+        self.steps += 1
+        self.clipped.append(clipped)
+        return losses.mean().detach() if losses is not None else torch.zeros(())
+
+    def prepare(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, n_train: int,
+                batch_size: int) -> tuple[nn.Module, torch.optim.Optimizer]:
+        self._n_train = n_train
+        return model, optimizer
+
+    def state_dict(self) -> dict:
+        return {"steps": self.steps, "noise": self.noise.get_state(), "clipped": self.clipped}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.steps = int(state["steps"])
+        self.noise.set_state(state["noise"])
+        self.clipped = list(state["clipped"])
+
+    def report(self) -> dict:
+        """The strategy's settings and the privacy spent so far, labelled."""
+        spent = (dpsgd_epsilon(noise_multiplier=self.noise_multiplier,
+                               sample_rate=self.sample_rate, steps=self.steps, delta=self.delta,
+                               accountant=self.accountant)
+                 if self.steps and self.noise_multiplier > 0 else None)
+        return {
+            "strategy": self.name,
+            "clip": self.clip,
+            "sample_rate": self.sample_rate,
+            "steps": self.steps,
+            "clipped_fraction": sum(self.clipped) / max(len(self.clipped), 1),
+            "noise_multiplier": {"value": self.noise_multiplier, "kind": "DP-SGD noise "
+                                 "multiplier", "accounting": "rigorous",
+                                 "accountant": ACCOUNTANTS[self.accountant]},
+            "eps": {"value": spent, "target": self.target_eps, "delta": self.delta,
+                    "kind": DP_KIND, "accounting": "rigorous",
+                    "accountant": ACCOUNTANTS[self.accountant],
+                    "neighbourhood": "add or remove one training window (all its channels)",
+                    "sampling": f"Poisson, rate q = {self.sample_rate:.6g}"},
+        }

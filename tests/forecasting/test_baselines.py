@@ -1,0 +1,165 @@
+"""The baselines of SPEC section 4 on the one backbone: DP-SGD per window, input noise,
+bottlenecks, ablations, and what each says about its privacy."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import METHODS, setup_method
+from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.gaussian import gaussian_sigma
+from qpriv.training.dpsgd import (
+    DPSGDStrategy,
+    clip_and_noise,
+    per_sample_gradient_dict,
+    per_sample_gradients,
+    per_sample_gradients_loop,
+    window_mse,
+)
+
+needs_ett = pytest.mark.skipif(
+    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
+)
+TINY = ModelConfig(seq_len=32, horizon=4, n_channels=3, dim=4, stride=4, d_model=8, n_heads=2,
+                   d_ff=16, n_shots=16)
+SMALL = {"seq_len": 48, "max_train_windows": 128, "max_eval_windows": 24, "progress": False,
+         "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
+
+
+def classical_model(seed: int = 0) -> LDPTForecaster:
+    torch.manual_seed(seed)
+    return LDPTForecaster(setup_method("dpsgd", base=TINY, eps=1.0).config)
+
+
+def test_per_window_gradients_equal_a_loop_over_windows():
+    model = classical_model()
+    x, y = torch.randn(5, 32, 3), torch.randn(5, 4, 3)
+    fast, losses = per_sample_gradients(model, x, y, loss_fn=window_mse)
+    slow = per_sample_gradients_loop(model, x, y, loss_fn=window_mse)
+    n_params = sum(p.numel() for p in model.parameters())
+    assert fast.shape == (5, n_params)  # one row per window, not per (window, channel)
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(losses, torch.stack(
+        [window_mse(model(x[i:i + 1]), y[i:i + 1]) for i in range(5)]).detach())
+
+
+def test_one_window_moves_the_clipped_sum_by_at_most_the_clip_norm():
+    """The sensitivity DP-SGD's accountant assumes: adding one window (all its channels) to a
+    batch changes the clipped gradient sum by at most C. Clipping per (window, channel) would
+    let a 3-channel window move it by up to 3 C."""
+    model = classical_model()
+    torch.manual_seed(1)
+    x, y = 50 * torch.randn(8, 32, 3), 50 * torch.randn(8, 4, 3)  # large: every row is clipped
+    grads, _ = per_sample_gradient_dict(model, x, y, loss_fn=window_mse)
+    gen = torch.Generator().manual_seed(0)
+    kwargs = {"shapes": {k: v.shape[1:] for k, v in grads.items()}, "clip": 1.0,
+              "noise_multiplier": 0.0, "denominator": 1.0, "generator": gen}
+    with_all, clipped = clip_and_noise(grads, **kwargs)
+    assert clipped == 1.0
+
+    def distance(a: dict, b: dict) -> float:
+        return float(sum((a[k] - b[k]).pow(2).sum() for k in a)) ** 0.5
+
+    for i in range(8):
+        without, _ = clip_and_noise({k: torch.cat([g[:i], g[i + 1:]]) for k, g in grads.items()},
+                                    **kwargs)
+        assert distance(with_all, without) <= 1.0 + 1e-5
+        assert distance(with_all, without) == pytest.approx(1.0, rel=1e-4)
+
+
+def test_dpsgd_noise_has_the_accountants_scale():
+    n_params = 20_000
+    gen = torch.Generator().manual_seed(0)
+    noise, _ = clip_and_noise(None, shapes={"w": torch.Size([n_params])}, clip=2.0,
+                              noise_multiplier=3.0, denominator=4.0, generator=gen)
+    assert float(noise["w"].std()) == pytest.approx(3.0 * 2.0 / 4.0, rel=0.02)
+
+
+def test_dpsgd_strategy_steps_with_poisson_batches_and_reports_its_spend():
+    model = classical_model()
+    strategy = DPSGDStrategy(clip=1.0, noise_multiplier=1.0, sample_rate=0.25,
+                             steps_per_epoch=4, delta=1e-5, seed=3, target_eps=8.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    strategy.prepare(model, optimizer, n_train=40, batch_size=10)
+    batches = strategy.batches(40, batch_size=10, generator=torch.Generator().manual_seed(0))
+    assert len(batches) == 4 and len({len(b) for b in batches}) > 1  # Poisson sizes vary
+    before = [p.detach().clone() for p in model.parameters()]
+    x, y = torch.randn(40, 32, 3), torch.randn(40, 4, 3)
+    for index in batches:
+        strategy.step(model, x[index], y[index], optimizer=optimizer, scaler=None, amp=False)
+    strategy.step(model, x[:0], y[:0], optimizer=optimizer, scaler=None, amp=False)  # empty
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    report = strategy.report()
+    assert report["steps"] == 5
+    assert report["eps"]["kind"] == "global (eps, delta)-DP"
+    assert report["eps"]["accounting"] == "rigorous"
+    assert report["eps"]["value"] > 0
+    state = strategy.state_dict()
+    again = DPSGDStrategy(clip=1.0, noise_multiplier=1.0, sample_rate=0.25, steps_per_epoch=4,
+                          delta=1e-5, seed=99)
+    again.load_state_dict(state)
+    assert torch.equal(again.noise.get_state(), strategy.noise.get_state())
+
+
+def test_every_method_names_its_privacy_and_noise():
+    kinds = {"none", "local eps-QDP per pass", "local (eps, delta)-DP per pass",
+             "global (eps, delta)-DP"}
+    for name in METHODS:
+        setup = setup_method(name, base=TINY, eps=0.5)
+        assert setup.privacy in kinds, name
+        LDPTForecaster(setup.config)(torch.randn(2, 32, 3))  # every config builds and runs
+    sigma = gaussian_sigma(eps=0.5, delta=1e-6)
+    assert setup_method("dp-input", base=TINY, eps=0.5).config.input_noise == sigma
+    assert setup_method("bottleneck-dp", base=TINY, eps=0.5).config.sigma == sigma
+    assert setup_method("bottleneck-dp", base=TINY, eps=0.5).privacy == "none"
+    ldpt = setup_method("ldpt", base=TINY, eps=0.5)
+    assert setup_method("bottleneck", base=TINY, eps=0.5).config.sigma == ldpt.config.sigma
+    no_channel = setup_method("ldpt-no-channel", base=TINY, eps=0.5)
+    assert no_channel.config.p == 0.0 and no_channel.config.sigma == ldpt.config.sigma
+    assert no_channel.privacy == "none"
+    assert setup_method("ldpt-shots256", base=TINY, eps=0.5).config.n_shots == 256
+    assert setup_method("ldpt-layernorm", base=TINY, eps=0.5).config.norm == "layernorm"
+    tuned = setup_method("dpsgd-tuned", base=TINY, eps=0.5)
+    assert tuned.training == {"batch_size": 512, "epochs": 50, "warmup_epochs": 5}
+
+
+def test_input_noise_is_fresh_and_seeded():
+    setup = setup_method("dp-input", base=TINY, eps=0.5)
+    model = LDPTForecaster(setup.config)
+    x = torch.zeros(2, 32, 3)
+    model.seed_noise(1)
+    first = model(x)
+    assert not torch.equal(first, model(x))
+    model.seed_noise(1)
+    assert torch.equal(first, model(x))
+
+
+@needs_ett
+def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
+    out = tmp_path / "dpsgd"
+    result = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, **SMALL)
+    assert result["privacy"] == "global (eps, delta)-DP"
+    eps = result["eps"]
+    assert eps["accounting"] == "rigorous" and eps["target"] == 8.0
+    assert eps["value"] == pytest.approx(8.0, rel=0.05)
+    assert eps["value"] <= 8.0 * (1 + 1e-9)
+    assert result["noise_multiplier"]["value"] > 0
+    assert result["strategy"]["steps"] == 2 * round(128 / 64)
+    again = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, resume=True,
+                         **SMALL)
+    assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+
+
+@needs_ett
+def test_a_budget_no_multiplier_meets_is_refused_before_writing(tmp_path):
+    from qpriv.errors import InvalidInputError
+
+    out = tmp_path / "run"
+    with pytest.raises(InvalidInputError, match="no noise multiplier"):
+        run_forecast(method="dpsgd", eps=0.005, horizon=4, epochs=1, out_dir=out, **SMALL)
+    assert not out.exists() or not any(out.iterdir())

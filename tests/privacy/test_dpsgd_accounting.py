@@ -1,0 +1,69 @@
+"""DP-SGD accounting through Opacus: both directions, both accountants, the paper's multipliers."""
+
+from __future__ import annotations
+
+import pytest
+
+from qpriv.errors import InvalidInputError
+from qpriv.privacy.dpsgd_accounting import (
+    RDP_ORDERS,
+    dpsgd_epsilon,
+    dpsgd_schedule,
+    noise_multiplier_for,
+    paper_noise_multiplier_table,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:Optimal order is the largest alpha")
+
+
+def test_noise_multiplier_is_opacus_rdp_and_meets_the_target() -> None:
+    from opacus.accountants.utils import get_noise_multiplier
+
+    q, steps, delta = 64 / 1638, 26 * 20, 1e-5
+    for eps in (1.0, 10.0):
+        sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=q, steps=steps)
+        assert sigma == get_noise_multiplier(target_epsilon=eps, target_delta=delta,
+                                             sample_rate=q, steps=steps, accountant="rdp",
+                                             alphas=RDP_ORDERS)
+        spent = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta)
+        assert 0.95 * eps <= spent <= eps
+        # the second accountant: PRV is tighter than RDP, never looser
+        prv = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps, delta=delta,
+                            accountant="prv")
+        assert prv <= spent + 1e-6
+    assert noise_multiplier_for(eps=1.0, delta=delta, sample_rate=q, steps=steps) > \
+        noise_multiplier_for(eps=10.0, delta=delta, sample_rate=q, steps=steps)
+
+
+def test_the_papers_multipliers_against_opacus() -> None:
+    """Issue 4: N = 8281, batch 64, 20 epochs, delta = 1e-6. The paper's 15.50 / 3.41 / 1.78
+    meet eps 0.1 / 0.5 / 1 only roughly; its 0.41 at eps = 5 spends about eight times that."""
+    q, steps = dpsgd_schedule(n_train=8281, batch_size=64, epochs=20)
+    assert steps == 2580
+    assert q == pytest.approx(64 / 8281)
+    rows = {row["eps"]: row for row in paper_noise_multiplier_table()}
+    assert rows[0.1]["sigma_rdp"] == pytest.approx(16.25, abs=0.01)
+    assert rows[1.0]["sigma_rdp"] == pytest.approx(1.953, abs=0.005)
+    assert rows[5.0]["sigma_rdp"] == pytest.approx(0.788, abs=0.005)
+    for eps, row in rows.items():
+        # a sigma meeting the target spends at most eps, by each accountant
+        assert dpsgd_epsilon(noise_multiplier=row["sigma_rdp"], sample_rate=q, steps=steps,
+                             delta=1e-6) <= eps * (1 + 1e-6)
+        assert row["sigma_prv"] == pytest.approx(row["sigma_rdp"], rel=0.1)
+    assert rows[5.0]["eps_of_paper_sigma_rdp"] == pytest.approx(40.6, abs=0.1)
+    assert rows[5.0]["eps_of_paper_sigma_prv"] > 30.0
+    assert rows[1.0]["eps_of_paper_sigma_rdp"] > 1.0  # 1.78 is a little short of eps = 1
+
+
+def test_bad_input_is_named() -> None:
+    with pytest.raises(InvalidInputError, match="delta = 1 is outside"):
+        noise_multiplier_for(eps=1.0, delta=1.0, sample_rate=0.01, steps=100)
+    with pytest.raises(InvalidInputError, match="accountant = 'gdp' is not one of"):
+        noise_multiplier_for(eps=1.0, delta=1e-5, sample_rate=0.01, steps=100,
+                             accountant="gdp")
+    with pytest.raises(InvalidInputError, match=r"even infinite noise converts to eps = 0\.00575"):
+        noise_multiplier_for(eps=0.005, delta=1e-6, sample_rate=0.01, steps=100)
+    with pytest.raises(InvalidInputError, match="batch_size = 100 exceeds"):
+        dpsgd_schedule(n_train=50, batch_size=100, epochs=1)
+    with pytest.raises(InvalidInputError, match="noise_multiplier = 0"):
+        dpsgd_epsilon(noise_multiplier=0.0, sample_rate=0.01, steps=10, delta=1e-5)

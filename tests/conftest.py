@@ -1,7 +1,11 @@
 """Fixtures shared by every test folder."""
 
+import os
+
 import pytest
 import torch
+
+from qpriv.forecasting.run import run_forecast
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +17,35 @@ def single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+#: A tiny finished LDPT run (ETTh1, D = 16, 1 epoch on 64 windows; about 2 s), made by the
+#: ``tiny_ldpt_run`` fixture for the attack and audit tests.
+TINY_RUN = {"dataset": "ETTh1", "method": "ldpt", "epochs": 1, "horizon": 24, "seq_len": 64,
+            "max_train_windows": 64, "max_eval_windows": 32, "progress": False, "threads": 1,
+            "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_shots": 64}}
+
+
+@pytest.fixture(scope="session")
+def tiny_ldpt_run(tmp_path_factory):
+    """``make(eps)``: the directory of a tiny finished LDPT run at per-pass budget eps, made
+    once per session (read-only: copy it before changing files). Skips without the ETT data
+    ($QPRIV_DATA_DIR)."""
+    if not os.environ.get("QPRIV_DATA_DIR"):
+        pytest.skip("QPRIV_DATA_DIR (the ETT csv files) not set")
+    root = tmp_path_factory.mktemp("runs")
+    made = {}
+
+    def make(eps: float):
+        if eps not in made:
+            made[eps] = root / f"ldpt-eps{eps:g}"
+            run_forecast(eps=eps, out_dir=made[eps], **TINY_RUN)
+        return made[eps]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def ldpt_run_dir(tiny_ldpt_run):
+    """The tiny LDPT run at eps = 0.1 (see ``tiny_ldpt_run``)."""
+    return tiny_ldpt_run(0.1)

@@ -97,6 +97,38 @@ def evaluate(
     return out
 
 
+@torch.no_grad()
+def per_window_losses(
+    model: nn.Module,
+    data: WindowSource,
+    *,
+    seed: int,
+    index: Tensor | None = None,
+    batch_size: int = 256,
+) -> Tensor:
+    """The MSE of each window over its (H, C) targets, from one pass seeded by ``seed``.
+
+    What a loss-threshold membership inference attack observes (LDPT paper section 7.11): the
+    per-sample losses of one stochastic pass. ``index`` selects windows (default: all, in
+    order); the result is a float64 CPU tensor with one loss per selected window. The model's
+    noise streams are restored afterwards, as in :func:`evaluate`.
+    """
+    device = next(model.parameters()).device
+    index = torch.arange(len(data)) if index is None else torch.as_tensor(index, dtype=torch.long)
+    was_training = model.training
+    model.eval()
+    losses = []
+    try:
+        with seeded_noise(model, seed):
+            for part in index.split(batch_size):
+                x, y = data.windows(part)
+                err = model(x.to(device)).float() - y.to(device)
+                losses.append(err.square().mean(dim=(1, 2)).double().cpu())
+    finally:
+        model.train(was_training)
+    return torch.cat(losses) if losses else torch.zeros(0, dtype=torch.float64)
+
+
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 

@@ -1,0 +1,244 @@
+"""A finished forecasting run, read back from its directory for attacks and audits.
+
+:func:`qpriv.forecasting.run.run_forecast` leaves ``config.json`` (the request),
+``best.pt`` (the best-validation weights) and, once it has finished, ``result.json``.
+:func:`load_run` turns such a directory into a :class:`LoadedRun`: the model with its best
+weights, its :class:`~qpriv.forecasting.config.ModelConfig`, the request and the result, and
+the data splits the run used, reloaded the same way with the same window limits::
+
+    from qpriv.forecasting.artifacts import load_run
+
+    run = load_run("runs/ldpt-eps0.1")
+    data = run.data()                  # the run's train / val / test windows
+    run.model(data.test.windows([0])[0]).shape
+
+Every refusal is an :class:`~qpriv.errors.InvalidInputError` that says why and what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zipfile
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import DATASETS, ForecastData, load_forecasting_data
+from qpriv.forecasting.methods import LOCAL_QDP, replace_config
+from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE
+from qpriv.training.checkpoints import load_checkpoint
+from qpriv.training.trainer import BEST
+
+#: Keys of config.json that :func:`load_run` needs to rebuild the model and the data.
+_REQUEST_KEYS = ("dataset", "source", "channels", "seq_len", "horizon", "method",
+                 "max_train_windows", "max_eval_windows", "model")
+#: Keys of result.json that the attacks and audits read.
+_RESULT_KEYS = ("method", "privacy", "eps_per_pass", "windows", "best_epoch")
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A finished run: its files as read, and the model with its best-validation weights.
+
+    ``request`` is config.json, ``result`` is result.json, ``config`` the model's
+    :class:`ModelConfig`, ``model`` an :class:`LDPTForecaster` on the CPU in eval mode holding
+    the weights of ``best.pt`` (epoch ``best_epoch``). ``data_dir`` is where the data is looked
+    for first (None: the path the run recorded, then ``$QPRIV_DATA_DIR`` and the user cache).
+    """
+
+    run_dir: Path
+    request: dict
+    result: dict
+    config: ModelConfig
+    model: LDPTForecaster
+    best_epoch: int
+    data_dir: Path | None = None
+
+    @property
+    def method(self) -> str:
+        """The method name (``ldpt``, ``classical``, ...)."""
+        return str(self.result["method"])
+
+    @property
+    def eps_per_pass(self) -> float | None:
+        """The per-pass budget the run claims (local eps-QDP per pass, ``paper``), or None."""
+        entry = self.result.get("eps_per_pass")
+        return float(entry["value"]) if isinstance(entry, dict) else None
+
+    @property
+    def claims_local_qdp(self) -> bool:
+        """Whether the run claims local eps-QDP per pass through a calibrated channel."""
+        return (self.result.get("privacy") == LOCAL_QDP and self.eps_per_pass is not None
+                and isinstance(self.result.get("calibration"), dict))
+
+    def data(self, *, limit_eval: bool = True) -> ForecastData:
+        """The run's data, loaded as the run loaded it (same file, channels, L, H and window
+        limits). ``limit_eval=False`` keeps every validation and test window (e.g. to draw
+        non-members for a membership attack from the whole test split); the training windows
+        are always exactly the run's.
+
+        Raises:
+            InvalidInputError: the data cannot be found, or it no longer gives the run's
+                window counts (a different file).
+        """
+        return _load_data(self.request, self.result, run_dir=self.run_dir,
+                          data_dir=self.data_dir, limit_eval=limit_eval)
+
+    def model_with_noise(self, *, p: float, sigma: float) -> LDPTForecaster:
+        """A copy of the trained model whose channel runs at ``p`` and whose injections at
+        ``sigma`` (every other setting and every weight unchanged), in eval mode on the CPU."""
+        config = replace_config(self.config, p=p, sigma=sigma)
+        model = LDPTForecaster(config)
+        model.load_state_dict(self.model.state_dict())
+        return model.eval()
+
+
+def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> LoadedRun:
+    """Read the finished run in ``run_dir`` (written by ``run_forecast(out_dir=...)``).
+
+    Args:
+        run_dir: the run's directory (``qpriv train --out DIR``).
+        data_dir: the dataset's file or a directory holding it, searched before the path the
+            run recorded (for a run moved from another machine).
+
+    Raises:
+        InvalidInputError: ``run_dir`` is missing or not a directory; it has no config.json (not
+            a run), no result.json (not finished: resume it), or no best.pt; a file is
+            unreadable or not what run_forecast writes; the weights do not fit the recorded
+            model. The data is checked only when :meth:`LoadedRun.data` is called.
+    """
+    path = Path(run_dir).expanduser()
+    if not path.exists():
+        raise InvalidInputError(f"run directory {path} does not exist")
+    if not path.is_dir():
+        raise InvalidInputError(f"run directory {path} is not a directory")
+    if not (path / CONFIG_FILE).is_file():
+        raise InvalidInputError(
+            f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given to "
+            "`qpriv train --out DIR` (run_forecast(out_dir=DIR))"
+        )
+    request = _read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)
+    if not (path / RESULT_FILE).is_file():
+        raise InvalidInputError(
+            f"{path} is not a finished run: it has {CONFIG_FILE} but no {RESULT_FILE} (training "
+            f"stopped before the end); resume it with `qpriv train --method "
+            f"{request['method']} ... --out {path} --resume` (the same settings as before), "
+            "then attack or audit it"
+        )
+    result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
+    config = _model_config(request["model"], where=path / CONFIG_FILE)
+    if isinstance(result.get("model"), dict) and result["model"] != request["model"]:
+        raise InvalidInputError(
+            f"{path}: the model settings in {RESULT_FILE} differ from those in {CONFIG_FILE}; "
+            "the directory mixes two runs. Re-run it into a fresh directory"
+        )
+    best = _read_best(path / BEST)
+    model = LDPTForecaster(config)
+    try:
+        model.load_state_dict(best["model"])
+    except RuntimeError as exc:
+        raise InvalidInputError(
+            f"{path / BEST}: the weights do not fit the model recorded in {CONFIG_FILE} "
+            f"({str(exc).splitlines()[0]}); the directory mixes two runs"
+        ) from exc
+    model.eval()
+    return LoadedRun(run_dir=path, request=request, result=result, config=config, model=model,
+                     best_epoch=int(best.get("epoch", result["best_epoch"])),
+                     data_dir=None if data_dir is None else Path(data_dir).expanduser())
+
+
+def _read_json(path: Path, *, keys: tuple[str, ...]) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(
+            f"cannot read {path}: {exc}; the file is damaged. Re-run the training into a fresh "
+            "directory"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} holds {type(data).__name__}, not a JSON object")
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise InvalidInputError(
+            f"{path} lacks {missing}: it was not written by this version of qpriv's "
+            "run_forecast. Re-run the training into a fresh directory"
+        )
+    return data
+
+
+def _model_config(settings: Any, *, where: Path) -> ModelConfig:
+    known = {f.name for f in fields(ModelConfig)}
+    if not isinstance(settings, dict) or set(settings) - known:
+        unknown = sorted(set(settings) - known) if isinstance(settings, dict) else settings
+        raise InvalidInputError(
+            f"{where}: the model settings are not a ModelConfig (unknown: {unknown}); "
+            "re-run the training into a fresh directory"
+        )
+    try:
+        return ModelConfig(**settings)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: invalid model settings: {exc}") from exc
+
+
+def _read_best(path: Path) -> dict:
+    if not path.is_file():
+        raise InvalidInputError(
+            f"{path.parent} has no {BEST} (the best-validation weights); the run directory is "
+            "incomplete. Re-run the training into a fresh directory"
+        )
+    try:
+        best = load_checkpoint(path)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(
+            f"cannot read {path}: {exc}; the file is damaged. Re-run the training into a fresh "
+            "directory"
+        ) from exc
+    if not isinstance(best, dict) or not isinstance(best.get("model"), dict):
+        raise InvalidInputError(f"{path} holds no model weights (no 'model' state dict)")
+    return best
+
+
+def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | None,
+               limit_eval: bool) -> ForecastData:
+    source = Path(request["source"])
+    name = str(request["dataset"])
+    kwargs = {
+        "columns": list(request["channels"]),
+        "seq_len": request["seq_len"],
+        "horizon": request["horizon"],
+        "max_train_windows": request["max_train_windows"],
+        "max_eval_windows": request["max_eval_windows"] if limit_eval else None,
+    }
+    try:
+        if name in DATASETS:
+            data = load_forecasting_data(
+                name, data_dir=data_dir if data_dir is not None else source,
+                allow_download=False, **kwargs,
+            )
+        else:
+            csv = source
+            if data_dir is not None:
+                csv = data_dir / source.name if data_dir.is_dir() else data_dir
+            if not csv.is_file():
+                raise InvalidInputError(
+                    f"its CSV {csv} cannot be found; pass the file (or the directory holding "
+                    f"{source.name}) with data_dir= / --data-dir"
+                )
+            data = load_forecasting_data(None, csv=csv, **kwargs)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"cannot load the data of run {run_dir}: {exc}") from exc
+    expected = result["windows"]
+    splits = ("train", "val", "test") if limit_eval else ("train",)
+    found = {split: len(getattr(data, split)) for split in splits}
+    differ = {s: (n, expected.get(s)) for s, n in found.items() if n != expected.get(s)}
+    if differ or data.n_channels != expected.get("channels", data.n_channels):
+        raise InvalidInputError(
+            f"the data found for run {run_dir} ({data.source}) does not give the run's windows "
+            f"(found vs recorded: {differ or 'channels differ'}): it is a different file. Pass "
+            "the file the run used with data_dir= / --data-dir"
+        )
+    return data

@@ -1,0 +1,129 @@
+"""Reading a finished run back: the model, the data it used, and every refusal with its reason."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE
+from qpriv.training.trainer import BEST
+
+
+@pytest.fixture
+def run_copy(ldpt_run_dir, tmp_path):
+    """A private copy of the tiny run, free to damage."""
+    return shutil.copytree(ldpt_run_dir, tmp_path / "run")
+
+
+def test_load_run_rebuilds_the_model_and_the_data(ldpt_run_dir):
+    run = load_run(ldpt_run_dir)
+    assert run.method == "ldpt" and run.eps_per_pass == 0.1 and run.claims_local_qdp
+    assert run.config.p == pytest.approx(run.result["p"]) and run.config.dim == 16
+    best = torch.load(ldpt_run_dir / BEST, weights_only=True)
+    for name, value in run.model.state_dict().items():
+        assert torch.equal(value, best["model"][name]), name
+    assert not run.model.training
+    data = run.data()
+    windows = run.result["windows"]
+    assert (len(data.train), len(data.val), len(data.test)) == (
+        windows["train"], windows["val"], windows["test"])
+    # without the evaluation limit the training windows stay the run's, the test split is whole
+    full = run.data(limit_eval=False)
+    assert torch.equal(full.train.starts, data.train.starts)
+    assert len(full.test) > len(data.test)
+
+
+def test_model_with_noise_changes_only_the_noise(ldpt_run_dir):
+    run = load_run(ldpt_run_dir)
+    other = run.model_with_noise(p=0.5, sigma=0.01)
+    assert other.config.p == 0.5 and other.config.sigma == 0.01
+    assert other.features.p == 0.5 and other.inject_output.scale == pytest.approx(0.02)  # k = 2
+    for name, value in other.state_dict().items():
+        assert torch.equal(value, run.model.state_dict()[name]), name
+
+
+def test_refuses_an_unfinished_run(run_copy):
+    (run_copy / RESULT_FILE).unlink()
+    with pytest.raises(InvalidInputError, match="not a finished run") as err:
+        load_run(run_copy)
+    assert "--resume" in str(err.value) and "qpriv train --method ldpt" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [(lambda d: (d / CONFIG_FILE).unlink(), "not a qpriv run: it has no config.json"),
+     (lambda d: (d / BEST).unlink(), "has no best.pt"),
+     (lambda d: (d / RESULT_FILE).write_text("{not json"), "cannot read .*result.json"),
+     (lambda d: (d / CONFIG_FILE).write_text("[1, 2]"), "not a JSON object"),
+     (lambda d: (d / RESULT_FILE).write_text('{"method": "ldpt"}'), "lacks"),
+     (lambda d: (d / BEST).write_bytes(b"garbage"), "cannot read .*best.pt"),
+     (lambda d: torch.save({"epoch": 1}, d / BEST), "holds no model weights")],
+)
+def test_refuses_damaged_files(run_copy, damage, match):
+    damage(run_copy)
+    with pytest.raises(InvalidInputError, match=match):
+        load_run(run_copy)
+
+
+def _edit_json(path, **changes):
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def test_refuses_weights_that_do_not_fit_the_config(run_copy):
+    config = json.loads((run_copy / CONFIG_FILE).read_text())
+    config["model"]["d_model"] = 32
+    (run_copy / CONFIG_FILE).write_text(json.dumps(config))
+    with pytest.raises(InvalidInputError, match=r"differ from those in config.json"):
+        load_run(run_copy)
+    result = json.loads((run_copy / RESULT_FILE).read_text())
+    result["model"]["d_model"] = 32
+    (run_copy / RESULT_FILE).write_text(json.dumps(result))
+    with pytest.raises(InvalidInputError, match="weights do not fit"):
+        load_run(run_copy)
+
+
+def test_refuses_missing_or_different_data(run_copy, tmp_path, monkeypatch):
+    # a custom CSV that has gone away
+    _edit_json(run_copy / CONFIG_FILE, dataset="meters", source=str(tmp_path / "meters.csv"))
+    run = load_run(run_copy)
+    with pytest.raises(InvalidInputError, match=r"cannot load the data of run .*--data-dir"):
+        run.data()
+    # the named dataset nowhere to be found (no download)
+    _edit_json(run_copy / CONFIG_FILE, dataset="ETTh1", source=str(tmp_path / "gone.csv"))
+    monkeypatch.delenv("QPRIV_DATA_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(InvalidInputError, match=r"no usable ETTh1.csv"):
+        load_run(run_copy).data()
+    monkeypatch.undo()
+    # data that does not give the run's windows
+    _edit_json(run_copy / CONFIG_FILE, max_train_windows=32)
+    with pytest.raises(InvalidInputError, match="does not give the run's windows"):
+        load_run(run_copy).data()
+
+
+@pytest.mark.parametrize("where", ["missing", "file"])
+def test_refuses_a_path_that_is_not_a_run_directory(tmp_path, where):
+    path = tmp_path / "nothing"
+    if where == "file":
+        path.write_text("x")
+    with pytest.raises(InvalidInputError, match=r"does not exist|not a directory"):
+        load_run(path)
+
+
+def test_data_dir_finds_a_moved_dataset(run_copy, tmp_path, monkeypatch):
+    source = json.loads((run_copy / CONFIG_FILE).read_text())["source"]
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.copy(source, moved / "ETTh1.csv")
+    _edit_json(run_copy / CONFIG_FILE, source=str(tmp_path / "gone" / "ETTh1.csv"))
+    monkeypatch.delenv("QPRIV_DATA_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    data = load_run(run_copy, data_dir=moved).data()
+    assert data.source == moved / "ETTh1.csv"

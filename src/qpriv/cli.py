@@ -13,8 +13,9 @@ import math
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from qpriv.errors import QprivError
+from qpriv.errors import InvalidInputError, QprivError
 from qpriv.tables import format_table
 
 
@@ -117,6 +118,124 @@ def _cmd_audit_channel(args: argparse.Namespace) -> int:
     return 0 if audit.passed else 1
 
 
+# --- qpriv audit run ------------------------------------------------------------------------
+
+def _cmd_audit_run(args: argparse.Namespace) -> int:
+    from qpriv.privacy.audits import run_audits
+
+    audits = run_audits(args.run_dir, ladder=args.ladder, windows=args.windows,
+                        pairs=args.pairs, seed=args.seed, data_dir=args.data_dir,
+                        compare=args.compare or ())
+    failed = [a.number for a in audits if a.passed is False]
+    if args.json:
+        _emit_json({"run": args.run_dir, "audits": [a.as_dict() for a in audits],
+                    "failed": failed, "all_applicable_passed": not failed,
+                    "accounting": "paper", "kind": "local eps-QDP per pass"})
+        return 1 if failed else 0
+    print(f"Section 7.9 audits of {args.run_dir} (local eps-QDP per pass, accounting=paper)")
+    print(format_table(
+        ["#", "audit", "status", "measured", "threshold"],
+        [[a.number, a.name, a.status.upper() if a.passed is not None else a.status,
+          a.measured, a.threshold] for a in audits],
+    ))
+    for a in audits:
+        print(f"{a.number}. {a.detail}")
+    return 1 if failed else 0
+
+
+# --- qpriv audit sidechannel ----------------------------------------------------------------
+
+def _sidechannel_table(report) -> str:
+    return format_table(
+        ["probe", "valid", "state change", "forecast change", "relative", "leak via"],
+        [[r.name, r.valid, r.state_change, r.output_change, r.relative_change,
+          ", ".join(r.paths) if r.valid else r.reason] for r in report.probes],
+    )
+
+
+def _cmd_audit_sidechannel(args: argparse.Namespace) -> int:
+    from qpriv.privacy.sidechannel import audit_sidechannel
+
+    report = audit_sidechannel(
+        run_dir=args.run_dir, method=args.method,
+        eps=0.1 if args.method is not None and args.eps is None else args.eps,
+        gate=args.gate, normalisation=args.normalisation, windows=args.windows, seed=args.seed,
+        data_dir=args.data_dir, accounting=args.accounting,
+    )
+    if args.json:
+        _emit_json(report.as_dict())
+        return 0 if report.passed else 1
+    print(f"Side-channel audit (accounting={report.accounting_mode}) of the {report.subject}")
+    print(f"  on {report.windows_source}; a probe is valid if no encoded state moves by more "
+          f"than {report.state_tolerance:g}, a leak is a forecast change above "
+          f"{report.tolerance:g} x the forecast RMS {report.forecast_rms:.4g} (same noise, same "
+          "channel output)")
+    print(_sidechannel_table(report))
+    for leak in report.leaks:
+        print(f"LEAK {leak.path}: up to {leak.size:.4g} ({leak.relative:.3g} x the forecast "
+              f"RMS) in {len(leak.probes)} probe(s); {leak.explanation}")
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"{'PASS' if report.passed else 'FAIL'}: "
+          + ("no path outside the channel moved the forecast" if report.passed
+             else f"{len(report.leaks)} path(s) bypass the channel"))
+    for name, entry in report.accounting.items():
+        if isinstance(entry, dict):
+            value = "—" if entry["value"] is None else f"{entry['value']:g}"
+            print(f"  {name}: {value} ({entry['kind']}, accounting={entry['accounting']}): "
+                  f"{entry['meaning']}")
+            if "note" in entry:
+                print(f"    {entry['note']}")
+        else:
+            print(f"  {name}: {entry}")
+    fix = report.fix
+    if fix is not None:
+        if fix.get("changes") is None:
+            print(f"fix: {fix['note']}")
+        else:
+            fixed = fix.get("audit")
+            verdict = "" if fixed is None else (
+                f": the same probes on it {'PASS' if fixed.passed else 'FAIL'}")
+            print(f"fix (rigorous): set {fix['changes']}{verdict}")
+            print(f"  {fix['note']}")
+    return 0 if report.passed else 1
+
+
+# --- qpriv attack mia -----------------------------------------------------------------------
+
+def _cmd_attack_mia(args: argparse.Namespace) -> int:
+    from qpriv.attacks.mia import mia_on_run
+
+    report = mia_on_run(args.run_dir, n=args.n, seed=args.seed, folds=args.folds,
+                        data_dir=args.data_dir)
+    if args.json:
+        _emit_json(report)
+        return 0
+    attack = report["attack"]
+    claim = (f"eps per pass {_labelled(report['eps_per_pass'])}" if report["eps_per_pass"]
+             else "no privacy claim")
+    print(f"Loss-threshold membership inference on {report['run']} ({report['method']}, "
+          f"{claim}, H = {report['horizon']}): "
+          f"{attack['n_members']} training vs {attack['n_nonmembers']} test windows, "
+          f"{attack['folds']}-fold cross-validated (Table 9)")
+    rows = [
+        ["attack accuracy", attack["accuracy"], f"chance 0.5, std error "
+                                                f"{attack['accuracy_std_error']:.3f}"],
+        ["AUC", attack["auc"], f"chance 0.5, null std {attack['auc_null_std']:.3f}"],
+        ["AUC of the raw loss", attack["auc_loss_threshold"], "no fitted parameter"],
+        ["loss gap (train - test)", attack["loss_gap"], "Table 9's sign"],
+        ["train MSE (members)", attack["member_loss_mean"], ""],
+        ["test MSE (non-members)", attack["nonmember_loss_mean"], ""],
+    ]
+    rows += [[f"TPR at {t['target_fpr']:g} FPR", t["tpr"],
+              f"at FPR {t['achieved_fpr']:.4g}" + ("" if t["resolved"] else ", below resolution")]
+             for t in attack["tpr_at_fpr"]]
+    print(format_table(["metric", "value", "note"], rows))
+    for note in report["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
 # --- qpriv train ----------------------------------------------------------------------------
 
 def _labelled(entry: object) -> str:
@@ -124,6 +243,11 @@ def _labelled(entry: object) -> str:
     if not isinstance(entry, dict):
         return "—"
     return f"{entry['value']:.4g} ({entry['kind']}, accounting={entry['accounting']})"
+
+
+def _value(entry: object) -> float:
+    """The number of a labelled entry, or the entry itself."""
+    return entry["value"] if isinstance(entry, dict) else entry
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -146,14 +270,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f"{result['epochs']}, {result['seconds_per_epoch']:.1f} s/epoch, "
           f"{params['total']:,} parameters")
     print(f"  privacy: {result['privacy']}")
-    if result.get("eps_per_pass"):
-        print(f"  eps per pass   {_labelled(result['eps_per_pass'])}")
-        print(f"  eps basic      {_labelled(result['eps_basic'])}")
-        print(f"  eps advanced   {_labelled(result['eps_advanced'])}")
-        print(f"  noise          p = {result['p']:.4f}, gamma = {result['gamma']:.4f}, "
-              f"sigma = {result['sigma']:.4f}")
-        for note in result.get("privacy_notes", []):
-            print(f"  note: {note}")
+    for key in ("eps_per_pass", "eps_basic", "eps_advanced", "eps"):
+        if isinstance(result.get(key), dict) and result[key]["value"] is not None:
+            print(f"  {key.replace('_', ' '):<14} {_labelled(result[key])}")
+    scales = [f"{name} = {_value(result[name]):.4g}"
+              for name in ("p", "gamma", "sigma", "noise_multiplier") if name in result]
+    if scales:
+        print(f"  noise          {', '.join(scales)}")
+    for note in result.get("privacy_notes", []):
+        print(f"  note: {note}")
     if args.out:
         print(f"  written to {args.out}")
     return 0
@@ -269,6 +394,33 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- qpriv reproduce ------------------------------------------------------------------------
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from qpriv.experiments.runner import print_list, run_experiment
+
+    if args.list:
+        print_list()
+        return 0
+    if not args.id:
+        raise InvalidInputError("name an experiment (e.g. qpriv reproduce table3 --quick) or "
+                                "pass --list")
+    budget = args.budget or ("quick" if args.quick else "full")
+    quiet = args.quiet or args.json
+    report = run_experiment(
+        args.id, budget=budget, seeds=args.seeds, out_dir=args.out, data_dir=args.data_dir,
+        progress=not quiet, threads=args.threads,
+        announce=None if quiet else (lambda line: print(line, file=sys.stderr)),
+    )
+    if args.json:
+        _emit_json(report.as_dict())
+    else:
+        print(Path(report.files["markdown"]).read_text(), end="")
+        print(f"written to {Path(report.files['markdown']).parent} "
+              f"({report.seconds:.0f} s, {len(report.failures)} failed cells)")
+    return 1 if report.failures else 0
+
+
 # --- parser ---------------------------------------------------------------------------------
 
 def _positive_int(text: str) -> int:
@@ -308,6 +460,48 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--seed", type=int, default=0)
     ch.add_argument("--json", action="store_true")
     ch.set_defaults(handler=_cmd_audit_channel)
+    ar = audit_sub.add_parser("run", help="the paper's six audits (section 7.9) of a finished run")
+    ar.add_argument("run_dir", metavar="RUN_DIR", help="a finished run (qpriv train --out DIR)")
+    ar.add_argument("--ladder", type=float, nargs="+", default=[0.1, 0.5, 1.0, 5.0],
+                    help="eps of audits 5 and 6 (default: 0.1 0.5 1 5)")
+    ar.add_argument("--windows", type=_positive_int, default=512,
+                    help="test windows re-evaluated per eps and drawn for token states")
+    ar.add_argument("--pairs", type=_positive_int, default=2000,
+                    help="neighbouring pairs of the channel audit")
+    ar.add_argument("--seed", type=int, default=0)
+    ar.add_argument("--data-dir", help="file or directory holding the run's data")
+    ar.add_argument("--compare", nargs="+", metavar="RUN_DIR",
+                    help="runs of the same method, data and horizon at other eps: audit 5 "
+                         "compares them (Table 3) instead of recalibrating one model")
+    ar.add_argument("--json", action="store_true")
+    ar.set_defaults(handler=_cmd_audit_run)
+    sc = audit_sub.add_parser(
+        "sidechannel", help="paths from the window to the forecast that bypass the channel")
+    sc.add_argument("run_dir", metavar="RUN_DIR", nargs="?",
+                    help="a finished run (qpriv train --out DIR); or give --method")
+    sc.add_argument("--method", help="audit an untrained model of this method instead")
+    sc.add_argument("--eps", type=float, help="per-pass budget of --method (default 0.1)")
+    sc.add_argument("--gate", type=float, help="gate g of --method (overrides the method's)")
+    sc.add_argument("--normalisation", choices=["revin", "fixed"],
+                    help="normalisation of --method (revin: the paper; fixed: the fix)")
+    sc.add_argument("--windows", type=_positive_int, default=16, help="windows probed")
+    sc.add_argument("--seed", type=int, default=0)
+    sc.add_argument("--data-dir", help="file or directory holding the data")
+    sc.add_argument("--accounting", choices=["paper", "rigorous"], default="rigorous")
+    sc.add_argument("--json", action="store_true")
+    sc.set_defaults(handler=_cmd_audit_sidechannel)
+    attack = sub.add_parser("attack", help="attacks on a finished run")
+    attack_sub = attack.add_subparsers(dest="attack", required=True, parser_class=_Parser)
+    mia = attack_sub.add_parser("mia", help="loss-threshold membership inference (Table 9)")
+    mia.add_argument("run_dir", metavar="RUN_DIR", help="a finished run (qpriv train --out DIR)")
+    mia.add_argument("--n", type=_positive_int, default=1000,
+                     help="training and test windows each (default 1000, as the paper)")
+    mia.add_argument("--folds", type=_positive_int, default=5,
+                     help="cross-validation folds of the attack model")
+    mia.add_argument("--seed", type=int, default=2024)
+    mia.add_argument("--data-dir", help="file or directory holding the run's data")
+    mia.add_argument("--json", action="store_true")
+    mia.set_defaults(handler=_cmd_attack_mia)
     tr = sub.add_parser("train", help="train and test one forecaster (LDPT or a baseline)")
     src = tr.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="ETTh1", help="ETTh1 or ETTh2 (default ETTh1)")
@@ -315,9 +509,14 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--columns", nargs="+", help="channels of --csv to use (default: all)")
     tr.add_argument("--data-dir", help="file or directory holding the dataset")
     tr.add_argument("--horizon", type=_positive_int, default=24)
-    tr.add_argument("--method", default="ldpt", help="classical, ldpt, ldpt-clean, ...")
-    tr.add_argument("--eps", type=float, default=0.1, help="per-pass budget eps_s (ldpt)")
-    tr.add_argument("--epochs", type=_positive_int, default=20)
+    tr.add_argument("--method", default="ldpt",
+                    help="classical, ldpt, ldpt-clean, dpsgd, dpsgd-tuned, dp-input, bottleneck, "
+                         "bottleneck-dp, ldpt-<ablation>; `qpriv methods` lists them")
+    tr.add_argument("--eps", type=float, default=0.1,
+                    help="the method's budget: eps_s per pass (ldpt, dp-input, bottleneck*) or "
+                         "the run's global eps (dpsgd*)")
+    tr.add_argument("--epochs", type=_positive_int, default=None,
+                    help="training epochs (default: the method's, 20 for most)")
     tr.add_argument("--seed", type=int, default=2024)
     tr.add_argument("--max-train-windows", type=_positive_int)
     tr.add_argument("--max-eval-windows", type=_positive_int)
@@ -370,6 +569,25 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--quiet", action="store_true")
     tc.add_argument("--json", action="store_true")
     tc.set_defaults(handler=_cmd_train_classifier)
+    rp = sub.add_parser("reproduce", help="a table or figure of the LDPT paper, ours beside "
+                                          "the paper's numbers")
+    rp.add_argument("id", nargs="?", help="table1 ... table16, tableA1 ... tableA6, figure3, "
+                                          "figure4 (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the experiments and their cost")
+    rp.add_argument("--quick", action="store_true",
+                    help="a budget that finishes in minutes on 2 CPU cores (fewer epochs and "
+                         "windows); default: the paper's full budget")
+    rp.add_argument("--budget", choices=("full", "quick", "tiny"),
+                    help="explicit budget (tiny: the test suite's)")
+    rp.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the paper's)")
+    rp.add_argument("--out", default="runs/reproduce",
+                    help="cells and reports go here; finished cells are never recomputed")
+    rp.add_argument("--data-dir")
+    rp.add_argument("--threads", type=_positive_int, default=1,
+                    help="torch threads per cell (default 1, the fastest on a shared 2-core CPU)")
+    rp.add_argument("--quiet", action="store_true")
+    rp.add_argument("--json", action="store_true")
+    rp.set_defaults(handler=_cmd_reproduce)
     return parser
 
 

@@ -198,7 +198,7 @@ def test_bad_eps_is_rejected(name, eps):
 
 
 def test_unknown_method_and_setting_are_rejected():
-    with pytest.raises(InvalidInputError, match="known methods: bottleneck, bottleneck-dp, classical"):
+    with pytest.raises(InvalidInputError, match="known methods: bottleneck, bottleneck-dp, cla"):
         setup_method("dp-magic", base=TINY, eps=0.1)
     with pytest.raises(InvalidInputError, match="valid settings"):
         setup_method("ldpt", base=TINY, eps=0.1, overrides={"n_shot": 5})

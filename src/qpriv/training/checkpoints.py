@@ -55,6 +55,16 @@ def atomic_write_json(path: str | Path, data: Any) -> Path:
     return _atomic_write(path, lambda handle: handle.write(text.encode()))
 
 
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, atomically."""
+    return _atomic_write(path, lambda handle: handle.write(text.encode()))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path``, atomically (e.g. a PNG rendered into memory)."""
+    return _atomic_write(path, lambda handle: handle.write(data))
+
+
 def atomic_torch_save(path: str | Path, obj: Any) -> Path:
     """``torch.save(obj)`` to ``path``, atomically."""
     return _atomic_write(path, lambda handle: torch.save(obj, handle))

@@ -1,0 +1,284 @@
+"""The experiment registry: every table and figure of the LDPT paper as a declared grid.
+
+An experiment is data, not a script (STYLE.md, "Experiments: declared, not copied"): the cells
+it trains (method x eps x dataset x horizon x seed, with model overrides), the metrics it
+tabulates, or, for the tables that need no training, the function that computes its rows. One
+runner (:mod:`qpriv.experiments.runner`) runs any of them, skipping finished cells; cells are
+stored by their own key, so the runs of Table 3 serve Tables 4, 8, 9 and Figure 3 too.
+
+    qpriv reproduce --list
+    qpriv reproduce table3 --quick
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+
+PAPER_EPS = (0.1, 0.5, 1.0, 5.0)
+PAPER_SEEDS = (2024, 2025, 2026)
+PAPER_HORIZONS = (24, 48, 96, 168, 336, 720)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One training run of a grid."""
+
+    method: str
+    eps: float | None = None
+    dataset: str = "ETTh1"
+    horizon: int = 24
+    seed: int = 2024
+    overrides: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe identity, e.g. ``ETTh1-H24-ldpt-eps0.1-s2024``."""
+        parts = [self.dataset, f"H{self.horizon}", self.method]
+        if self.eps is not None:
+            parts.append(f"eps{self.eps:g}")
+        parts += [f"{k}{v}" for k, v in self.overrides]
+        parts.append(f"s{self.seed}")
+        return "-".join(parts)
+
+    @property
+    def group(self) -> tuple:
+        """What a table row is: the cell without its seed (seeds are averaged)."""
+        return (self.dataset, self.horizon, self.method, self.eps, self.overrides)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of the paper's protocol a run spends. ``None`` keeps the paper's value."""
+
+    name: str
+    epochs: int | None = None
+    max_train_windows: int | None = None
+    max_eval_windows: int | None = None
+    seq_len: int = 336
+    model: tuple[tuple[str, Any], ...] = ()
+    trace_pairs: int = 1400
+    mia_windows: int = 1000
+
+
+FULL = Budget("full")
+QUICK = Budget("quick", epochs=1, max_train_windows=256, max_eval_windows=128, mia_windows=128)
+"""``quick``: the paper's model and data on a few windows, so any experiment finishes in under
+15 minutes on 2 CPU cores (about 10-25 s a cell); the numbers show the pipeline, not the
+paper's results."""
+TINY = Budget("tiny", epochs=1, max_train_windows=64, max_eval_windows=32, seq_len=48,
+              model=(("d_model", 8), ("n_heads", 2), ("d_ff", 16), ("dim", 4), ("n_shots", 32)),
+              trace_pairs=100, mia_windows=32)
+"""``tiny`` is for the test suite: every experiment end to end in seconds."""
+BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A paper table or figure.
+
+    ``cells(seeds)`` lists the training runs (empty for computed tables); ``metrics`` the result
+    fields tabulated per row (see :func:`qpriv.experiments.runner.cell_metrics`); ``compute``
+    the rows of a table that needs no training (called with the budget); ``derive`` adds
+    columns computed across rows (e.g. Table 10's eps-separation); ``figure`` names the plot
+    (:mod:`qpriv.experiments.figures`). ``paper`` is the id in
+    :data:`qpriv.experiments.paper_numbers.PAPER_TABLES` whose numbers are printed beside ours.
+    ``full_hours`` is a rough cost of the full budget on 2 CPU cores (one epoch of the
+    classical backbone on 8281 windows takes about 2.5 minutes there, LDPT about twice that).
+    """
+
+    id: str
+    title: str
+    paper: str
+    cells: Callable[[Sequence[int]], list[Cell]] = field(default=lambda seeds: [])
+    metrics: tuple[str, ...] = ()
+    compute: Callable[..., list[dict]] | None = None
+    derive: Callable[[list[dict]], list[dict]] | None = None
+    figure: str | None = None
+    seeds: tuple[int, ...] = (2024,)
+    full_hours: float = 0.0
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    if experiment.id in EXPERIMENTS:
+        raise ValueError(f"experiment {experiment.id!r} is registered twice")
+    EXPERIMENTS[experiment.id] = experiment
+    return experiment
+
+
+def experiment(experiment_id: str) -> Experiment:
+    """The registered experiment ``experiment_id``, or an error listing the known ones."""
+    if experiment_id not in EXPERIMENTS:
+        raise InvalidInputError(
+            f"unknown experiment {experiment_id!r}; known: {', '.join(EXPERIMENTS)} "
+            "(qpriv reproduce --list)"
+        )
+    return EXPERIMENTS[experiment_id]
+
+
+# -- grid builders --------------------------------------------------------------------------
+
+
+def grid(
+    methods: Iterable[tuple[str, Iterable[float | None]]],
+    *,
+    datasets: Iterable[str] = ("ETTh1",),
+    horizons: Iterable[int] = (24,),
+) -> Callable[[Sequence[int]], list[Cell]]:
+    """Cells for every (dataset, horizon, method, eps, seed); ``methods`` pairs a method with
+    its eps values (``(None,)`` for methods without a budget)."""
+    methods = [(m, tuple(eps)) for m, eps in methods]
+    datasets, horizons = tuple(datasets), tuple(horizons)
+
+    def cells(seeds: Sequence[int]) -> list[Cell]:
+        return [Cell(method=m, eps=e, dataset=d, horizon=h, seed=s)
+                for d in datasets for h in horizons for m, eps in methods for e in eps
+                for s in seeds]
+
+    return cells
+
+
+CLASSICAL = ("classical", (None,))
+MIA_METRICS = ("mia_accuracy", "mia_auc", "loss_gap", "train_mse", "test_mse", "mia_tpr_1pct",
+               "mia_tpr_0.1pct")
+
+
+def _paper_methods(*names: str, eps: Sequence[float] = PAPER_EPS
+                   ) -> list[tuple[str, tuple[float | None, ...]]]:
+    return [CLASSICAL, *((name, tuple(eps)) for name in names)]
+
+
+# -- the tables -----------------------------------------------------------------------------
+
+# Computed tables: their functions live in qpriv.experiments.computed (imported lazily so that
+# listing the registry stays cheap).
+
+
+def _computed(name: str) -> Callable[..., list[dict]]:
+    def compute(**kwargs: Any) -> list[dict]:
+        from qpriv.experiments import computed
+
+        return getattr(computed, name)(**kwargs)
+
+    compute.__name__ = name
+    return compute
+
+
+def _derived(name: str) -> Callable[[list[dict]], list[dict]]:
+    def derive(rows: list[dict]) -> list[dict]:
+        from qpriv.experiments import computed
+
+        return getattr(computed, name)(rows)
+
+    derive.__name__ = name
+    return derive
+
+
+register(Experiment("table1", "Training-time privacy composition (T = 20, delta' = 1e-6)",
+                    paper="table1", compute=_computed("composition_table")))
+register(Experiment("table2", "Trace distance vs. perturbation size on ETTh1 (C = 7)",
+                    paper="table2", compute=_computed("trace_distance_table")))
+register(Experiment("table3", "DP-SGD vs. LDPT on ETTh1, H = 24", paper="table3",
+                    cells=grid(_paper_methods("ldpt", "dpsgd")),
+                    metrics=("mse", "mae", "eps_train", "delta_mse_pct"),
+                    derive=_derived("add_delta_vs_classical"), full_hours=12.0))
+register(Experiment("table4", "Training convergence on ETTh1, H = 24", paper="table4",
+                    cells=grid(_paper_methods("ldpt", "dpsgd")),
+                    metrics=("train_loss", "val_loss", "best_epoch", "mse"), full_hours=12.0))
+register(Experiment("table5", "Multi-horizon MSE on ETTh1 (LDPT vs. classical)",
+                    paper="table5",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1, 1.0, 5.0)), ("ldpt-clean", (None,))],
+                               horizons=PAPER_HORIZONS),
+                    metrics=("mse",), full_hours=45.0))
+register(Experiment("table6", "DP-Input vs. DP-SGD vs. LDPT on ETTh1, H = 24", paper="table6",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1, 5.0)), ("dpsgd", (0.1, 5.0)),
+                                ("dp-input", (0.1, 1.0, 5.0))]),
+                    metrics=("mse", "mae", "eps_train", "sigma", "noise_multiplier",
+                             "delta_mse_pct"),
+                    derive=_derived("add_delta_vs_classical"), full_hours=12.0))
+register(Experiment("table7", "Calibration chain (Algorithm 1) and fidelity", paper="table7",
+                    compute=_computed("calibration_table")))
+register(Experiment("table8", "DP-SGD noise multipliers (Opacus RDP) and their effect",
+                    paper="table8", cells=grid(_paper_methods("dpsgd")),
+                    metrics=("noise_multiplier", "eps_spent", "val_loss", "best_epoch", "mse"),
+                    full_hours=5.0))
+register(Experiment("table9", "Membership inference on ETTh1, H = 24", paper="table9",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1,)),
+                                ("bottleneck-dp", PAPER_EPS)]),
+                    metrics=MIA_METRICS, full_hours=10.0))
+register(Experiment("table10", "Ablations on ETTh1, H = 24, eps = 0.1 (and 5.0 for the "
+                    "eps-separation)", paper="table10",
+                    cells=grid([(m, (0.1, 5.0)) for m in (
+                        "ldpt", "ldpt-no-injection", "ldpt-no-channel", "ldpt-shots256",
+                        "ldpt-shots4096", "ldpt-k1", "ldpt-k3", "ldpt-layernorm")]),
+                    metrics=("mse",), derive=_derived("add_eps_separation"), full_hours=55.0))
+MULTI_SEED = [CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1, 0.5))]
+register(Experiment("table11", "Multi-seed results on ETTh1 (seeds 2024-2026)",
+                    paper="table11", seeds=PAPER_SEEDS,
+                    cells=grid(MULTI_SEED, horizons=(24, 336)), metrics=("mse",),
+                    full_hours=40.0))
+register(Experiment("table12", "Multi-seed results on ETTh2 (seeds 2024-2026)",
+                    paper="table12", seeds=PAPER_SEEDS,
+                    cells=grid(MULTI_SEED, datasets=("ETTh2",), horizons=(24, 336)),
+                    metrics=("mse",), full_hours=40.0))
+register(Experiment("table13", "Tuned DP-SGD (batch 512, 50 epochs, warm-up) on ETTh1, H = 24",
+                    paper="table13",
+                    cells=grid(_paper_methods("dpsgd", "dpsgd-tuned", "ldpt")),
+                    metrics=("mse",), full_hours=20.0))
+register(Experiment("table14", "Classical bottleneck vs. LDPT on ETTh1", paper="table14",
+                    cells=grid([*_paper_methods("bottleneck", "ldpt"), ("dpsgd", (0.1,))],
+                               horizons=(24, 48, 96)),
+                    metrics=("mse",), full_hours=40.0))
+register(Experiment("table15", "Bottleneck with Gaussian-mechanism noise on ETTh1",
+                    paper="table15",
+                    cells=grid(_paper_methods("bottleneck-dp", "ldpt"), horizons=(24, 48, 96)),
+                    metrics=("mse", "sigma"), full_hours=36.0))
+register(Experiment("table16", "Computational cost, H = 24 (seconds per epoch, ratio)",
+                    paper="table16",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
+                                ("dp-input", (0.1,))]),
+                    metrics=("seconds_per_epoch", "params", "ratio"),
+                    derive=_derived("add_cost_ratio"), full_hours=5.0))
+register(Experiment("tableA1", "Multi-horizon MSE on ETTh2 (LDPT and DP-SGD vs. classical)",
+                    paper="tableA1",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1, 1.0, 5.0)), ("dpsgd", (0.1, 5.0))],
+                               datasets=("ETTh2",), horizons=PAPER_HORIZONS),
+                    metrics=("mse",), full_hours=50.0))
+register(Experiment("tableA2", "LDPT, DP-SGD and DP-Input on ETTh2, H = 24, eps = 0.1 "
+                    "(section 7.10's numbers)", paper="tableA2",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
+                                ("dp-input", (0.1,))], datasets=("ETTh2",)),
+                    metrics=("mse", "mae", "delta_mse_pct"),
+                    derive=_derived("add_delta_vs_classical"), full_hours=6.0))
+register(Experiment("tableA3", "Bottleneck with Gaussian-mechanism noise on ETTh2",
+                    paper="tableA3",
+                    cells=grid(_paper_methods("bottleneck-dp", "ldpt"), datasets=("ETTh2",),
+                               horizons=(24, 48, 96)),
+                    metrics=("mse", "sigma"), full_hours=36.0))
+register(Experiment("tableA4", "Bottleneck-DP vs. LDPT at eps = 0.1 over horizons",
+                    paper="tableA4",
+                    cells=grid([("bottleneck-dp", (0.1,)), ("ldpt", (0.1,))],
+                               datasets=("ETTh1", "ETTh2"), horizons=PAPER_HORIZONS),
+                    metrics=("mse",), full_hours=40.0))
+register(Experiment("tableA5", "Classical bottleneck vs. LDPT on ETTh2", paper="tableA5",
+                    cells=grid(_paper_methods("bottleneck", "ldpt"), datasets=("ETTh2",),
+                               horizons=(24, 48, 96)),
+                    metrics=("mse",), full_hours=36.0))
+register(Experiment("tableA6", "Membership inference on ETTh2, H = 24", paper="tableA6",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1,)),
+                                ("bottleneck-dp", PAPER_EPS)], datasets=("ETTh2",)),
+                    metrics=MIA_METRICS, full_hours=10.0))
+register(Experiment("figure3", "MSE against eps: LDPT vs. DP-SGD (ETTh1, H = 24)",
+                    paper="figure3", cells=grid(_paper_methods("ldpt", "dpsgd")),
+                    metrics=("mse",), figure="mse_vs_eps", full_hours=12.0))
+register(Experiment("figure4", "MSE across horizons at eps = 0.1, both datasets",
+                    paper="figure4",
+                    cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,))],
+                               datasets=("ETTh1", "ETTh2"), horizons=PAPER_HORIZONS),
+                    metrics=("mse",), figure="mse_vs_horizon", full_hours=60.0))

@@ -1,0 +1,327 @@
+"""The one runner of the experiment registry: cells -> metrics -> rows -> CSV, Markdown, PNG.
+
+Every cell is a forecasting run in ``OUT/cells/<budget>/<cell key>``: a finished cell (its
+``result.json`` exists) is read, never recomputed; a killed cell resumes from its checkpoint; a
+cell that fails is recorded with its error and the others go on. Rows group the cells of one
+(dataset, horizon, method, eps) over seeds (mean, and std with more than one seed). The
+paper's numbers (:mod:`qpriv.experiments.paper_numbers`) are joined on the same keys and printed
+beside ours as ``paper_<metric>``. Outputs, each written atomically, in ``OUT/<id>/<budget>/``:
+``results.csv``, ``table.md``, ``report.json`` and, for figures, ``figure.png``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import statistics
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qpriv.errors import InvalidInputError, QprivError
+from qpriv.experiments.registry import BUDGETS, Budget, Cell, Experiment, experiment
+from qpriv.tables import format_table
+from qpriv.training.checkpoints import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+)
+
+KEYS = ("dataset", "horizon", "method", "eps")
+QUICK_SECONDS_PER_CELL = 25
+"""An upper estimate of one quick cell on 2 CPU cores (measured 10-25 s), for --list."""
+RESULT_FILE = "result.json"
+MIA_FILE = "mia.json"
+
+
+@dataclass
+class ExperimentReport:
+    """What :func:`run_experiment` produced: the rows, the failed cells and the files."""
+
+    id: str
+    budget: str
+    rows: list[dict]
+    failures: list[dict] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "budget": self.budget, "rows": self.rows,
+                "failures": self.failures, "files": self.files, "columns": self.columns,
+                "seconds": self.seconds}
+
+
+def resolve_budget(budget: str | Budget) -> Budget:
+    """A :class:`Budget` from its name (``full``, ``quick``, ``tiny``) or itself."""
+    if isinstance(budget, Budget):
+        return budget
+    if budget not in BUDGETS:
+        raise InvalidInputError(f"budget {budget!r} is not one of {', '.join(BUDGETS)}")
+    return BUDGETS[budget]
+
+
+def run_experiment(
+    experiment_id: str,
+    *,
+    budget: str | Budget = "quick",
+    seeds: Sequence[int] | None = None,
+    out_dir: str | Path = "runs/reproduce",
+    data_dir: str | Path | None = None,
+    progress: bool = True,
+    threads: int | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> ExperimentReport:
+    """Run (or finish) experiment ``experiment_id`` at ``budget``; write and return its report.
+
+    ``seeds`` replaces the experiment's own (Tables 11 and 12 use 2024-2026, the rest 2024).
+    ``threads``: torch threads per cell, 1 by default: the shot sampler and the per-window
+    gradients issue many small ops, and on a busy 2-core machine two threads ran an LDPT epoch
+    20 times slower than one (133 s against 6.4 s for 256 windows). ``announce`` receives
+    one line per cell as it starts or fails.
+    """
+    exp = experiment(experiment_id)
+    budget = resolve_budget(budget)
+    seeds = tuple(seeds) if seeds else exp.seeds
+    for seed in seeds:
+        if isinstance(seed, bool) or int(seed) != seed:
+            raise InvalidInputError(f"seed {seed!r} is not an integer")
+    threads = 1 if threads is None else threads
+    out = Path(out_dir)
+    say = announce or (lambda line: None)
+    started = time.perf_counter()
+    failures: list[dict] = []
+    if exp.compute is not None:
+        rows = exp.compute(budget=budget, data_dir=data_dir)
+    else:
+        per_cell = []
+        cells = exp.cells(seeds)
+        for i, cell in enumerate(cells, 1):
+            say(f"[{i}/{len(cells)}] {cell.key}")
+            try:
+                metrics = cell_metrics(
+                    run_cell(cell, budget=budget, out_dir=out, data_dir=data_dir,
+                             progress=progress, threads=threads),
+                    metrics=exp.metrics, budget=budget, data_dir=data_dir)
+            except (QprivError, RuntimeError, ValueError, OSError) as error:
+                # a failed cell is isolated: reported, and the grid goes on
+                failures.append({"cell": cell.key, "error": f"{type(error).__name__}: {error}",
+                                 "trace": traceback.format_exc(limit=3)})
+                say(f"  failed: {type(error).__name__}: {error}")
+                continue
+            per_cell.append((cell, metrics))
+        rows = aggregate(per_cell, exp.metrics)
+    if exp.derive is not None:
+        rows = exp.derive(rows)
+    rows = join_paper(rows, exp.paper)
+    report = ExperimentReport(id=exp.id, budget=budget.name, rows=rows, failures=failures,
+                              columns=columns_of(rows), seconds=time.perf_counter() - started)
+    write_report(report, exp, out / exp.id / budget.name)
+    return report
+
+
+# -- cells ----------------------------------------------------------------------------------
+
+
+def cell_dir(cell: Cell, *, budget: Budget, out_dir: Path) -> Path:
+    return out_dir / "cells" / budget.name / cell.key
+
+
+def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path | None,
+             progress: bool, threads: int | None) -> Path:
+    """Train the cell unless it is finished; return its run directory."""
+    from qpriv.forecasting.run import run_forecast
+
+    run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
+    if (run_dir / RESULT_FILE).is_file():
+        return run_dir
+    overrides = dict(budget.model) | dict(cell.overrides)
+    batch = None
+    if budget.max_train_windows is not None:  # a small budget still fits one batch
+        batch = min(512 if cell.method == "dpsgd-tuned" else 64, budget.max_train_windows)
+    run_forecast(
+        dataset=cell.dataset, horizon=cell.horizon, method=cell.method, eps=cell.eps,
+        seed=cell.seed, epochs=budget.epochs, batch_size=batch,
+        max_train_windows=budget.max_train_windows, max_eval_windows=budget.max_eval_windows,
+        seq_len=budget.seq_len, overrides=overrides or None, out_dir=run_dir,
+        resume=(run_dir / "checkpoint.pt").is_file(), progress=progress, data_dir=data_dir,
+        threads=threads,
+    )
+    return run_dir
+
+
+def _value(entry: Any) -> Any:
+    return entry.get("value") if isinstance(entry, dict) else entry
+
+
+def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
+                 data_dir: str | Path | None) -> dict[str, Any]:
+    """The metrics of one finished run (derived columns are left to the experiment)."""
+    result = json.loads((run_dir / RESULT_FILE).read_text())
+    history = result.get("history") or []
+    best = result.get("best_epoch") or 0
+    values: dict[str, Any] = {
+        "mse": result.get("mse"), "mae": result.get("mae"), "val_loss": result.get("val_loss"),
+        "best_epoch": best, "seconds_per_epoch": result.get("seconds_per_epoch"),
+        "params": (result.get("params") or {}).get("total"),
+        "train_loss": history[best - 1]["train_loss"] if 0 < best <= len(history) else None,
+        "eps_advanced": _value(result.get("eps_advanced")),
+        # Tables 3 and 6's "eps_train": the composed budget (advanced composition for LDPT,
+        # the accountant's global eps for DP-SGD), each labelled in the run's result.json
+        "eps_train": _value(result.get("eps_advanced")) or _value(result.get("eps")),
+        "sigma": _value(result.get("sigma")),
+        "noise_multiplier": _value(result.get("noise_multiplier")),
+        "eps_spent": _value(result.get("eps")),
+    }
+    if any(m.startswith("mia_") or m == "loss_gap" for m in metrics):
+        values.update(_mia(run_dir, budget=budget, data_dir=data_dir))
+    return {m: values.get(m) for m in metrics if m in values}
+
+
+def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:
+    """Table 9's attack on the run, cached in ``mia.json`` beside it."""
+    from qpriv.attacks.mia import mia_on_run
+
+    path = run_dir / MIA_FILE
+    if path.is_file():
+        report = json.loads(path.read_text())
+    else:
+        report = mia_on_run(run_dir, n=budget.mia_windows, data_dir=data_dir)
+        atomic_write_json(path, report)
+    attack = report["attack"]
+    tpr = {f"mia_tpr_{t['target_fpr'] * 100:g}pct": t["tpr"] for t in attack["tpr_at_fpr"]}
+    return {"mia_accuracy": attack["accuracy"], "mia_auc": attack["auc"],
+            "loss_gap": attack["loss_gap"], "train_mse": attack["member_loss_mean"],
+            "test_mse": attack["nonmember_loss_mean"], **tpr}
+
+
+def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> list[dict]:
+    """One row per (dataset, horizon, method, eps, overrides): the mean over seeds, and the
+    std where there is more than one seed."""
+    groups: dict[tuple, list[tuple[Cell, dict]]] = {}
+    for cell, values in per_cell:
+        groups.setdefault(cell.group, []).append((cell, values))
+    rows = []
+    for members in groups.values():
+        first = members[0][0]
+        row: dict[str, Any] = {"dataset": first.dataset, "horizon": first.horizon,
+                               "method": first.method, "eps": first.eps}
+        if first.overrides:
+            row["overrides"] = dict(first.overrides)
+        row["seeds"] = len(members)
+        for metric in metrics:
+            numbers = [v[metric] for _, v in members
+                       if isinstance(v.get(metric), (int, float)) and v[metric] is not None
+                       and math.isfinite(v[metric])]
+            if not numbers:
+                continue
+            row[metric] = statistics.fmean(numbers)
+            if len(members) > 1:
+                row[f"{metric}_std"] = statistics.stdev(numbers) if len(numbers) > 1 else None
+        rows.append(row)
+    return rows
+
+
+# -- the paper's numbers --------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
+
+
+def join_paper(rows: list[dict], paper_id: str) -> list[dict]:
+    """Add ``paper_<value>`` to every row whose keys match a row of the paper's table."""
+    from qpriv.experiments.paper_numbers import PAPER_TABLES
+
+    table = PAPER_TABLES.get(paper_id)
+    if table is None:
+        return rows
+    joined = []
+    for row in rows:
+        row = dict(row)
+        for paper_row in table.rows:
+            shared = [k for k in table.keys if k in row]
+            if shared and all(_same(row[k], paper_row.get(k)) for k in shared):
+                for name in table.values:
+                    if paper_row.get(name) is not None:
+                        row[f"paper_{name}"] = paper_row[name]
+                break
+        joined.append(row)
+    return joined
+
+
+# -- outputs --------------------------------------------------------------------------------
+
+
+def columns_of(rows: Sequence[dict]) -> list[str]:
+    """Every column of ``rows`` in first-seen order, each metric followed by its paper twin."""
+    seen: list[str] = []
+    for row in rows:
+        for key in row:
+            if key not in seen:
+                seen.append(key)
+    ordered = [k for k in seen if not k.startswith("paper_")]
+    for key in [k for k in seen if k.startswith("paper_")]:
+        base = key.removeprefix("paper_")
+        at = ordered.index(base) + 1 if base in ordered else len(ordered)
+        ordered.insert(at, key)
+    return ordered
+
+
+def write_report(report: ExperimentReport, exp: Experiment, where: Path) -> None:
+    """``results.csv``, ``table.md``, ``report.json`` and the figure, each atomically."""
+    import pandas as pd
+
+    frame = pd.DataFrame(report.rows, columns=report.columns or None)
+    files = {"csv": where / "results.csv", "markdown": where / "table.md",
+             "json": where / "report.json"}
+    atomic_write_text(files["csv"], frame.to_csv(index=False))
+    atomic_write_text(files["markdown"], markdown(report, exp))
+    if exp.figure is not None and report.rows:
+        from qpriv.experiments.figures import FIGURES
+
+        buffer = io.BytesIO()
+        FIGURES[exp.figure](report.rows, title=exp.title, out=buffer)
+        files["figure"] = where / "figure.png"
+        atomic_write_bytes(files["figure"], buffer.getvalue())
+    report.files = {k: str(v) for k, v in files.items()}
+    atomic_write_json(files["json"], report.as_dict())
+
+
+def markdown(report: ExperimentReport, exp: Experiment) -> str:
+    """The table with the paper's numbers beside ours, and the failed cells below it."""
+    columns = [c for c in report.columns if c != "overrides"]
+    lines = [f"# {exp.id}: {exp.title}", "",
+             f"Budget `{report.budget}`; `paper_*` columns are the paper's numbers as printed "
+             f"(paper {exp.paper}).", ""]
+    if report.rows:
+        lines.append(format_table(columns, [[row.get(c) for c in columns]
+                                            for row in report.rows], markdown=True))
+    else:
+        lines.append("No rows: every cell failed.")
+    if report.failures:
+        lines += ["", "## Failed cells", ""]
+        lines += [f"- `{f['cell']}`: {f['error']}" for f in report.failures]
+    return "\n".join(lines) + "\n"
+
+
+def print_list(stream: Any = None) -> None:
+    """``qpriv reproduce --list``: every experiment, its cells and its cost."""
+    from qpriv.experiments.registry import EXPERIMENTS
+
+    rows = []
+    for exp in EXPERIMENTS.values():
+        cells = len(exp.cells(exp.seeds)) if exp.compute is None else 0
+        quick = cells * QUICK_SECONDS_PER_CELL / 60
+        rows.append([exp.id, exp.title, cells or "computed",
+                     f"{exp.full_hours:g} h" if exp.full_hours else "< 1 min",
+                     f"~{quick:.0f} min" if cells else "< 1 min"])
+    print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows),
+          file=stream or sys.stdout)

@@ -61,6 +61,11 @@ def test_every_experiment_runs_at_the_tiny_budget(experiment_id, out):
     if experiment_id == "table3":  # the paper's numbers are joined beside ours
         ldpt = next(r for r in report.rows if r["method"] == "ldpt" and r["eps"] == 0.1)
         assert ldpt["paper_mse"] == 0.3581
+    if experiment_id == "table8":  # the paper's multipliers beside two accountants'
+        row = next(r for r in report.rows if r["method"] == "dpsgd" and r["eps"] == 5.0)
+        assert row["paper_noise_multiplier"] == 0.41
+        assert row["eps_of_paper_multiplier_rdp"] == pytest.approx(40.6, abs=0.1)
+        assert row["noise_multiplier_rdp_paper_setting"] == pytest.approx(0.788, abs=0.005)
     if experiment_id == "table11":
         assert all(r["seeds"] == 2 and "mse_std" in r for r in report.rows)
 

@@ -82,7 +82,9 @@ class Experiment:
 
     ``cells(seeds)`` lists the training runs (empty for computed tables); ``metrics`` the result
     fields tabulated per row (see :func:`qpriv.experiments.runner.cell_metrics`); ``compute``
-    the rows of a table that needs no training (called with the budget); ``derive`` adds
+    the rows of a table that trains no forecaster, called with the keywords ``budget``,
+    ``data_dir``, ``seeds``, ``progress`` and ``out_dir`` (a folder where it keeps its own
+    finished runs, so that a second call recomputes nothing); ``derive`` adds
     columns computed across rows (e.g. Table 10's eps-separation); ``figure`` names the plot
     (:mod:`qpriv.experiments.figures`). ``paper`` is the id in
     :data:`qpriv.experiments.paper_numbers.PAPER_TABLES` whose numbers are printed beside ours.
@@ -207,6 +209,7 @@ register(Experiment("table7", "Calibration chain (Algorithm 1) and fidelity", pa
 register(Experiment("table8", "DP-SGD noise multipliers (Opacus RDP) and their effect",
                     paper="table8", cells=grid(_paper_methods("dpsgd")),
                     metrics=("noise_multiplier", "eps_spent", "val_loss", "best_epoch", "mse"),
+                    derive=_derived("add_accountant_check"),
                     full_hours=5.0))
 register(Experiment("table9", "Membership inference on ETTh1, H = 24", paper="table9",
                     cells=grid([CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1,)),

@@ -97,7 +97,8 @@ def run_experiment(
     started = time.perf_counter()
     failures: list[dict] = []
     if exp.compute is not None:
-        rows = exp.compute(budget=budget, data_dir=data_dir)
+        rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds, progress=progress,
+                           out_dir=out / "cells" / budget.name)
     else:
         per_cell = []
         cells = exp.cells(seeds)

@@ -20,6 +20,7 @@ Example (the paper's Table 3 setting: N = 8281 windows, batch 64, 20 epochs, del
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
@@ -131,11 +132,25 @@ def dpsgd_epsilon(
     return float(prv.get_epsilon(delta=delta))
 
 
+@functools.lru_cache(maxsize=8)
+def _paper_noise_multiplier_rows(n_train: int, batch_size: int, epochs: int, delta: float
+                                 ) -> tuple[tuple[tuple[str, float], ...], ...]:
+    return tuple(tuple(row.items()) for row in _compute_paper_rows(
+        n_train=n_train, batch_size=batch_size, epochs=epochs, delta=delta))
+
+
 def paper_noise_multiplier_table(
     *, n_train: int = 8281, batch_size: int = 64, epochs: int = 20, delta: float = 1e-6
 ) -> list[dict]:
-    """Issue check of the LDPT paper's DP-SGD multipliers: for each target eps, the multiplier
-    of both accountants beside the paper's, and the eps the paper's multiplier really gives."""
+    """The LDPT paper's DP-SGD multipliers checked (Table 8): for each target eps, the
+    multiplier of both accountants beside the paper's, and the eps the paper's multiplier
+    really gives. Computed once per setting in a process (about 10 s)."""
+    return [dict(row) for row in _paper_noise_multiplier_rows(n_train, batch_size, epochs,
+                                                              delta)]
+
+
+def _compute_paper_rows(*, n_train: int, batch_size: int, epochs: int, delta: float
+                        ) -> list[dict]:
     q, steps = dpsgd_schedule(n_train=n_train, batch_size=batch_size, epochs=epochs)
     rows = []
     for eps, paper in PAPER_NOISE_MULTIPLIERS.items():

@@ -23,6 +23,7 @@ def single_thread():
 #: ``tiny_ldpt_run`` fixture for the attack and audit tests.
 TINY_RUN = {"dataset": "ETTh1", "method": "ldpt", "epochs": 1, "horizon": 24, "seq_len": 64,
             "max_train_windows": 64, "max_eval_windows": 32, "progress": False, "threads": 1,
+            "rigorous": False,
             "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_shots": 64}}
 
 

@@ -245,20 +245,30 @@ def _labelled(entry: object) -> str:
     return f"{entry['value']:.4g} ({entry['kind']}, accounting={entry['accounting']})"
 
 
-def _value(entry: object) -> float:
-    """The number of a labelled entry, or the entry itself."""
+def _value(entry: object) -> float | None:
+    """The number of a labelled entry, or the entry itself (None stays None)."""
     return entry["value"] if isinstance(entry, dict) else entry
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from qpriv.forecasting.run import run_forecast
 
+    eps = args.eps
+    if args.accounting == "rigorous":
+        if args.eps_total is None:
+            raise InvalidInputError("--accounting rigorous needs --eps-total E (the record-level "
+                                    "eps over the whole training, at --delta)")
+        eps = args.eps_total
+    elif args.eps_total is not None:
+        raise InvalidInputError("--eps-total is the rigorous budget: pass --accounting rigorous "
+                                "with it, or --eps for the paper's per-pass budget")
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
-        horizon=args.horizon, method=args.method, eps=args.eps, epochs=args.epochs,
+        horizon=args.horizon, method=args.method, eps=eps, epochs=args.epochs,
         seed=args.seed, max_train_windows=args.max_train_windows,
         max_eval_windows=args.max_eval_windows, out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
+        accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
     )
     if args.json:
         _emit_json(result)
@@ -270,13 +280,18 @@ def _cmd_train(args: argparse.Namespace) -> int:
           f"{result['epochs']}, {result['seconds_per_epoch']:.1f} s/epoch, "
           f"{params['total']:,} parameters")
     print(f"  privacy: {result['privacy']}")
-    for key in ("eps_per_pass", "eps_basic", "eps_advanced", "eps"):
+    for key in ("eps_per_pass", "eps_basic", "eps_advanced", "eps", "eps_total"):
         if isinstance(result.get(key), dict) and result[key]["value"] is not None:
             print(f"  {key.replace('_', ' '):<14} {_labelled(result[key])}")
     scales = [f"{name} = {_value(result[name]):.4g}"
               for name in ("p", "gamma", "sigma", "noise_multiplier") if name in result]
     if scales:
         print(f"  noise          {', '.join(scales)}")
+    for unit in ("token", "window", "record"):
+        entry = (result.get("rigorous") or {}).get(f"eps_{unit}")
+        if entry:
+            print(f"  eps {unit:<10} {entry['value']:.4g} at delta {entry['delta']:g} "
+                  f"({entry['kind']}, accounting={entry['accounting']})")
     for note in result.get("privacy_notes", []):
         print(f"  note: {note}")
     if args.out:
@@ -320,6 +335,8 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
             "delta_mse_pct": None if r is classical else delta,
             "eps_per_pass": r.get("eps_per_pass"), "eps_advanced": r.get("eps_advanced"),
             "sigma": r.get("sigma"), "p": r.get("p"), "privacy": r["privacy"],
+            "eps_record_rigorous": (r.get("rigorous") or {}).get("eps_record"),
+            "eps_token_rigorous": (r.get("rigorous") or {}).get("eps_token"),
         })
     audit_row = {
         "eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound, "dmax_max": audit.dmax_max,
@@ -333,22 +350,26 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
         return 0
     print()
     print(format_table(
-        ["run", "MSE", "MAE", "dMSE %", "eps per pass", "eps composed (adv.)", "p", "sigma"],
+        ["run", "MSE", "MAE", "dMSE %", "eps per pass", "eps composed (adv.)",
+         "eps token (rig.)", "eps record (rig.)", "p", "sigma"],
         [[r["label"], r["mse"], r["mae"],
           None if r["delta_mse_pct"] is None else f"{r['delta_mse_pct']:+.1f}",
-          r["eps_per_pass"]["value"] if r["eps_per_pass"] else None,
-          r["eps_advanced"]["value"] if r["eps_advanced"] else None, r["p"], r["sigma"]]
+          _value(r["eps_per_pass"]), _value(r["eps_advanced"]),
+          _value(r["eps_token_rigorous"]), _value(r["eps_record_rigorous"]), r["p"], r["sigma"]]
          for r in rows],
     ))
     print(f"eps per pass: local eps-QDP per pass (d = 0.1, full trace norm), accounting=paper; "
           f"composed: advanced composition over {args.epochs} epochs, delta' = 1e-6, "
-          f"accounting=paper. MSE/MAE on the z-scored test windows, mean of "
-          f"{args.eval_passes} noise passes.")
+          f"accounting=paper. Rigorous: (eps, delta = 1e-5) of one token state's N_s-shot "
+          f"release and of one record over the {args.epochs} epochs (every shot, token and "
+          f"window holding it), composed, accounting=rigorous (qpriv account). MSE/MAE on the "
+          f"z-scored test windows, mean of {args.eval_passes} noise passes.")
     print(f"channel audit at eps_s = {audit.eps_s:g}: worst exact D_max {audit.dmax_max:.4f} <= "
           f"Theorem 1 bound {audit.eps_ch_bound:.4f} over {audit.pairs} neighbouring pairs "
           f"(slack {audit.slack:.2f}x): {'PASS' if audit.passed else 'FAIL'}")
     print("caveat: the paper's per-pass eps does not count the N_s shots released per token, "
-          "and RevIN's statistics bypass the channel (SPEC 8.2, 8.4).")
+          "and RevIN's statistics bypass the channel in both accountings (SPEC 8.2, 8.4; "
+          "`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
     return 0 if audit.passed else 1
 
 
@@ -419,6 +440,80 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         print(f"written to {Path(report.files['markdown']).parent} "
               f"({report.seconds:.0f} s, {len(report.failures)} failed cells)")
     return 1 if report.failures else 0
+
+
+# --- qpriv account --------------------------------------------------------------------------
+
+def _cmd_account(args: argparse.Namespace) -> int:
+    from qpriv.privacy import accounting, empirical
+
+    common = {"delta": args.delta, "d": args.d, "dim": args.dim, "n_shots": args.shots,
+              "stride": args.stride, "seq_len": args.seq_len, "epochs": args.epochs,
+              "restarts": args.restarts, "seed": args.seed}
+    if args.target_eps is not None:
+        cal = accounting.rigorous_calibration(eps_total=args.target_eps, unit=args.unit,
+                                              d_model=args.d_model, **common)
+        if args.json:
+            _emit_json(cal.as_dict())
+            return 0
+        got = cal.achieved
+        print(f"Rigorous calibration: (eps = {cal.eps_target:g}, delta = {cal.delta:g}) for "
+              f"{got.description} (composed, accounting=rigorous; {got.count:,} shots composed)")
+        print(f"  p = {cal.p:.6f}, gamma = {cal.gamma:.4f} (t = {cal.t:g}), "
+              f"sigma = {cal.sigma:.4f} (d_model = {cal.d_model})")
+        print(f"  achieved eps {got.eps:.4f} (PLD), RDP cross-check {got.eps_rdp:.4f}")
+        print(f"  the paper's chain calls this p eps_s = {cal.eps_s_paper:.4g} "
+              "(local eps-QDP per pass, accounting=paper)")
+        for note in cal.notes:
+            print(f"  note: {note}")
+        return 0
+    if args.lower_bound_trials < 0:
+        raise InvalidInputError(f"--lower-bound-trials = {args.lower_bound_trials} must be >= 0 "
+                                "(0 skips the distinguishing game)")
+    eps_s = 0.1 if args.p is None and args.eps is None else args.eps
+    report = accounting.account(eps_s=eps_s, p=args.p, **common)
+    lower = None
+    if args.lower_bound_trials:
+        lower = empirical.pair_lower_bound(
+            report.row("token").pair, p=report.p, n_shots=args.shots,
+            trials=args.lower_bound_trials, delta=args.delta, seed=args.seed)
+    if args.json:
+        _emit_json({**report.as_dict(), "lower_bound": lower.as_dict() if lower else None})
+        return 0
+    paper = report.paper
+    per_pass = f"{paper['eps_per_pass']['value']:.4g} per pass"
+    composed = (f"{paper['eps_advanced']['value']:.4g} composed ({args.epochs} epochs, adv., "
+                f"delta' {paper['eps_advanced']['delta_prime']:g})")
+    print(f"Rigorous accounting of the LDPT feature path at p = {report.p:.4f} "
+          f"({'paper calibration of eps_s' if report.eps_s_given else 'paper chain: eps_s'} = "
+          f"{report.eps_s:.4g}); D = {args.dim}, N_s = {args.shots}, s = {args.stride}, "
+          f"L = {args.seq_len}, d = {args.d:g}")
+    print(format_table(
+        ["unit", "shots composed", "paper eps (accounting=paper)",
+         f"rigorous eps at delta {args.delta:g}", "RDP check", "seconds"],
+        [[r.unit, f"{r.count:,}", per_pass if r.unit in ("token", "window") else composed,
+          r.eps, r.eps_rdp, f"{r.seconds:.1f}"] for r in report.rows],
+    ))
+    for r in report.rows:
+        print(f"  {r.unit}: {r.description}; " + " x ".join(f"{n:,} {what}"
+                                                            for what, n in r.factors))
+    print("rigorous: composed, accounting=rigorous (dp-accounting PLD of the worst pair found; "
+          "RDP check: exact discrete RDP with dp-accounting's conversion, a looser upper bound); "
+          "paper: local eps-QDP per pass and its composition, which count neither the shots nor "
+          "the tokens and windows that hold a record")
+    if lower is not None:
+        refuted = empirical.paper_refuted(lower, paper["eps_per_pass"]["value"])
+        print(f"empirical lower bound, {report.row('token').description}: eps >= "
+              f"{lower.eps_lower:.4f} at delta {lower.delta:g} (eps >= {lower.eps_lower_pure:.4f}"
+              f" at delta 0), {lower.confidence:.0%} Clopper-Pearson, {lower.trials:,} releases "
+              f"per state, {lower.seconds:.1f} s; <= rigorous {report.row('token').eps:.4f}; "
+              + ("exceeds" if refuted else "does not exceed")
+              + f" the paper's {paper['eps_per_pass']['value']:g} per pass")
+    print("assumptions:")
+    for item in report.assumptions:
+        print(f"  - {item}")
+    print(f"({report.seconds:.1f} s)")
+    return 0
 
 
 # --- parser ---------------------------------------------------------------------------------
@@ -517,6 +612,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "the run's global eps (dpsgd*)")
     tr.add_argument("--epochs", type=_positive_int, default=None,
                     help="training epochs (default: the method's, 20 for most)")
+    tr.add_argument("--accounting", choices=("paper", "rigorous"), default="paper",
+                    help="paper: --eps is the per-pass eps_s of Algorithm 1; rigorous: the "
+                         "channel is calibrated for --eps-total at --delta per record over the "
+                         "whole training, with per-window normalisation removed")
+    tr.add_argument("--eps-total", type=float, help="record-level eps (--accounting rigorous)")
+    tr.add_argument("--delta", type=float, default=1e-5, help="delta of the rigorous accounting")
+    tr.add_argument("--no-rigorous", action="store_true",
+                    help="skip the rigorous accounting beside the paper's (a minute per new "
+                         "setting, then cached)")
     tr.add_argument("--seed", type=int, default=2024)
     tr.add_argument("--max-train-windows", type=_positive_int)
     tr.add_argument("--max-eval-windows", type=_positive_int)
@@ -569,10 +673,11 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--quiet", action="store_true")
     tc.add_argument("--json", action="store_true")
     tc.set_defaults(handler=_cmd_train_classifier)
-    rp = sub.add_parser("reproduce", help="a table or figure of the LDPT paper, ours beside "
+    rp = sub.add_parser("reproduce", help="a table or figure of either paper, ours beside "
                                           "the paper's numbers")
     rp.add_argument("id", nargs="?", help="table1 ... table16, tableA1 ... tableA6, figure3, "
-                                          "figure4 (see --list)")
+                                          "figure4 (LDPT paper); qml-figure2 ... qml-figure10 "
+                                          "(private-training paper) (see --list)")
     rp.add_argument("--list", action="store_true", help="list the experiments and their cost")
     rp.add_argument("--quick", action="store_true",
                     help="a budget that finishes in minutes on 2 CPU cores (fewer epochs and "
@@ -588,6 +693,31 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--quiet", action="store_true")
     rp.add_argument("--json", action="store_true")
     rp.set_defaults(handler=_cmd_reproduce)
+    ac = sub.add_parser("account", help="rigorous (eps, delta) of the LDPT feature path beside "
+                                        "the paper's, or the p a target needs")
+    which = ac.add_mutually_exclusive_group()
+    which.add_argument("--eps", type=float, help="paper per-pass eps_s to calibrate p from "
+                                                 "(default 0.1)")
+    which.add_argument("--p", type=float, help="account this depolarizing p instead")
+    which.add_argument("--target-eps", type=float,
+                       help="inverse: the p whose rigorous eps for --unit is this")
+    ac.add_argument("--unit", choices=("token", "window", "record"), default="record",
+                    help="unit of --target-eps (default record)")
+    ac.add_argument("--delta", type=float, default=1e-5)
+    ac.add_argument("--epochs", type=_positive_int, default=20)
+    ac.add_argument("--shots", type=_positive_int, default=1024, help="N_s per token state")
+    ac.add_argument("--dim", type=int, default=16, help="token length D = 2^n")
+    ac.add_argument("--stride", type=_positive_int, default=4)
+    ac.add_argument("--seq-len", type=_positive_int, default=336)
+    ac.add_argument("--d", type=float, default=0.1, help="trace-distance bound (full norm)")
+    ac.add_argument("--d-model", type=_positive_int, default=128)
+    ac.add_argument("--restarts", type=_positive_int, default=4,
+                    help="random restarts of the worst-pair search per unit")
+    ac.add_argument("--lower-bound-trials", type=int, default=100_000,
+                    help="releases per state of the distinguishing game (0: skip)")
+    ac.add_argument("--seed", type=int, default=0)
+    ac.add_argument("--json", action="store_true")
+    ac.set_defaults(handler=_cmd_account)
     return parser
 
 

@@ -28,6 +28,7 @@ needs_ett = pytest.mark.skipif(
 TINY = ModelConfig(seq_len=32, horizon=4, n_channels=3, dim=4, stride=4, d_model=8, n_heads=2,
                    d_ff=16, n_shots=16)
 SMALL = {"seq_len": 48, "max_train_windows": 128, "max_eval_windows": 24, "progress": False,
+         "rigorous": False,
          "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
 
 

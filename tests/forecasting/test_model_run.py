@@ -15,6 +15,7 @@ needs_ett = pytest.mark.skipif(
 )
 
 SMALL = {"seq_len": 48, "max_train_windows": 48, "max_eval_windows": 24, "progress": False,
+         "rigorous": False,
          "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
 
 

@@ -46,6 +46,8 @@ class MethodSetup:
     ``dpsgd`` asks for the DP-SGD step (``{"eps", "delta", "clip"}``), whose noise multiplier
     needs the training-set size and so is computed when the data is loaded. ``notes`` say what
     the method does not claim, e.g. where the paper claims more than the code enforces.
+    ``rigorous`` holds the inverse calibration when the noise was set for a rigorous budget
+    (:func:`qpriv.forecasting.rigorous.rigorous_setup`).
     """
 
     config: ModelConfig
@@ -56,6 +58,7 @@ class MethodSetup:
     training: Mapping[str, Any] = field(default_factory=dict)
     dpsgd: Mapping[str, float] | None = None
     notes: tuple[str, ...] = ()
+    rigorous: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import (
@@ -36,6 +36,12 @@ from qpriv.forecasting.methods import (
     setup_method,
 )
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
+from qpriv.forecasting.rigorous import (
+    RIGOROUS_KIND,
+    RIGOROUS_PRIVACY,
+    rigorous_setup,
+    rigorous_summary,
+)
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.training.checkpoints import atomic_write_json
@@ -47,6 +53,7 @@ CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
+DEFAULT_DELTA = 1e-5
 
 
 def run_forecast(
@@ -71,6 +78,9 @@ def run_forecast(
     eval_passes: int = 1,
     overrides: Mapping[str, Any] | None = None,
     delta_prime: float = DEFAULT_DELTA_PRIME,
+    accounting: str = "paper",
+    delta: float = DEFAULT_DELTA,
+    rigorous: bool = True,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
@@ -93,6 +103,14 @@ def run_forecast(
         overrides: model settings that replace the method's (ablations), e.g.
             ``{"n_shots": 256}``, ``{"k": 1.0}``, ``{"norm": "layernorm"}``.
         delta_prime: delta' of advanced composition (eq. 17).
+        accounting: ``"paper"`` (``eps`` is the per-pass eps_s of Algorithm 1) or
+            ``"rigorous"`` (``eps`` is the record-level eps over the whole training at
+            ``delta``; the channel's p comes from the rigorous accountant and per-window
+            normalisation is removed, see :mod:`qpriv.forecasting.rigorous`).
+        delta: delta of the rigorous accounting.
+        rigorous: add the rigorous (eps, delta) of token, window and record beside the paper's
+            numbers for methods with the channel (about a minute the first time a setting is
+            seen, then cached).
 
     Returns:
         The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
@@ -119,6 +137,12 @@ def run_forecast(
     train_config = TrainConfig(seed=seed, eval_passes=eval_passes, progress=progress,
                                **training)
     epochs = train_config.epochs
+    if accounting not in ("paper", "rigorous"):
+        raise InvalidInputError(f"accounting = {accounting!r} is not 'paper' or 'rigorous'")
+    delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
+                             hint="delta is a probability, typically 1e-5")
+    if accounting == "rigorous":
+        setup = rigorous_setup(setup, eps_total=eps, delta=delta, epochs=epochs)
     if threads is not None and (isinstance(threads, bool) or int(threads) != threads
                                 or threads < 1):
         raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
@@ -144,6 +168,7 @@ def run_forecast(
             "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
             "eval_passes": eval_passes, "overrides": dict(overrides or {}),
+            "accounting": accounting, "delta": delta,
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
             "train": {k: v for k, v in train_config.as_dict().items() if k != "progress"},
         }
@@ -175,7 +200,10 @@ def run_forecast(
         "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
         **_feature_counts(model),
         **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
-                   strategy=trainer.strategy.report()),
+                   strategy=trainer.strategy.report(), eps=eps, delta=delta),
+        **({"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta)}
+           if rigorous and setup.config.use_quantum and setup.config.p > 0
+           and setup.privacy in (LOCAL_QDP, RIGOROUS_PRIVACY) else {}),
         "model": setup.config.as_dict(),
         "train": train_config.as_dict(),
         "strategy": trainer.strategy.report(),
@@ -206,9 +234,17 @@ def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
     )
 
 
-def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict) -> dict:
+def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
+             eps: float | None, delta: float) -> dict:
     """The privacy part of a result: each number labelled with its kind and accounting."""
     notes = list(setup.notes)
+    if setup.privacy == RIGOROUS_PRIVACY:
+        return {"privacy": setup.privacy, "eps_per_pass": None,
+                "eps_total": {"value": eps, "kind": RIGOROUS_KIND, "accounting": "rigorous",
+                              "delta": delta, "unit": "record", "epochs": epochs},
+                "p": setup.noise["p"], "gamma": setup.noise["gamma"],
+                "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,
+                "privacy_notes": notes}
     if setup.privacy == GLOBAL_DP:
         return {"privacy": setup.privacy, "eps_per_pass": None, "eps": strategy["eps"],
                 "noise_multiplier": strategy["noise_multiplier"], "privacy_notes": [

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from textwrap import fill
 from typing import IO
 
 
@@ -79,5 +81,121 @@ def mse_vs_horizon(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
     plt.close(fig)
 
 
-FIGURES: dict[str, Callable[..., None]] = {"mse_vs_eps": mse_vs_eps,
-                                           "mse_vs_horizon": mse_vs_horizon}
+# -- the private-training paper (qml-figure2 ... qml-figure10) ---------------------------------
+
+LABELS = {
+    "test_accuracy": "test accuracy", "population_grad_norm": "population gradient ||g||",
+    "distance_from_unclipped_loss": "|L - L_unclipped| (train)",
+    "alignment": "alignment A_C (eq. 14)", "clipping_bias_norm": "clipping bias ||b_C||",
+    "mean_example_norm": "mean per-example norm", "max_example_norm": "max per-example norm",
+    "clip_probability": "clipping probability", "mse_total": "update MSE (eq. 12)",
+    "mse_sampling_variance": "sampling variance", "mse_noise_variance": "noise variance",
+    "mse_bias_squared": "squared clipping bias",
+}
+
+
+def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
+    """Figures 2 and 7 of the private-training paper: test accuracy (mean +- std over seeds)
+    against C (log axis), one panel per eps (Figure 7) or per batch size (Figure 2), one line
+    per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by = "eps" if any(r.get("eps") is not None for r in rows) else "batch"
+    panels = sorted(dict.fromkeys(r[by] for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(4.2 * len(panels), 6.4), 4.0),
+                             dpi=120, squeeze=False, sharey=True)
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for ax, panel in zip(axes[0], panels, strict=True):
+        for i, model in enumerate(models):
+            points = sorted((r["clip"], r.get("accuracy"), r.get("accuracy_std") or 0.0)
+                            for r in rows if r[by] == panel and r["model"] == model
+                            and r.get("accuracy") is not None)
+            if points:
+                clips, acc, std = zip(*points, strict=True)
+                ax.errorbar(clips, acc, yerr=std, fmt="o-", color=f"C{i}", capsize=3,
+                            label=model)
+        ax.set_xscale("log")
+        ax.set_xlabel("clipping threshold C")
+        ax.set_title(f"{'eps' if by == 'eps' else '|B|'} = {panel:g}", fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("test accuracy")
+    fig.suptitle(fill(title, 75), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, format="png")
+    plt.close(fig)
+
+
+def qml_epoch_panels(rows: Sequence[dict], *, title: str, out: IO[bytes],
+                     metrics: Sequence[str], log: Sequence[str] = ()) -> None:
+    """Per-epoch curves of the private-training paper's Figures 3-6, 8 and 10: one panel per
+    metric, one line per variant (mean over seeds, shaded +- std). Extra lines where the rows
+    carry them: C and Theorem 3.2's bound (norm panels), the unclipped twin's accuracy."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(max(4.0 * len(metrics), 6.4), 4.0),
+                             dpi=120, squeeze=False)
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        bounds: set[float] = set()
+        for i, variant in enumerate(variants):
+            mine = [r for r in rows if r["variant"] == variant and r.get(metric) is not None]
+            if not mine:
+                continue
+            epochs = [r["epoch"] for r in mine]
+            mean = [r[metric] for r in mine]
+            std = [r.get(f"{metric}_std") or 0.0 for r in mine]
+            ax.plot(epochs, mean, "-", marker="." if len(mine) < 30 else None,
+                    color=f"C{i}", label=variant)
+            low = [max(m - s, m / 10) if metric in log else m - s
+                   for m, s in zip(mean, std, strict=True)]  # a log axis has no zero
+            ax.fill_between(epochs, low, [m + s for m, s in zip(mean, std, strict=True)],
+                            color=f"C{i}", alpha=0.2, lw=0)
+            if metric == "test_accuracy" and mine[0].get("unclipped_accuracy") is not None:
+                ax.axhline(mine[0]["unclipped_accuracy"], color=f"C{i}", ls=":", lw=1,
+                           label=f"{variant}, unclipped twin")
+            bound = mine[0].get("theorem_3_2_bound")
+            if metric == "max_example_norm" and bound is not None and bound not in bounds:
+                bounds.add(bound)
+                ax.axhline(bound, color="grey", ls="--", lw=1,
+                           label=f"{mine[0]['model']}: Theorem 3.2 bound 2G/tau")
+        if metric.endswith("example_norm"):
+            clips = {r["clip"] for r in rows if r.get("clip") is not None}
+            for clip in clips:
+                ax.axhline(clip, color="black", lw=1, label=f"C = {clip:g}")
+        if metric in log:
+            ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(LABELS.get(metric, metric))
+        ax.legend(fontsize=6)
+    fig.suptitle(fill(title, 75), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, format="png")
+    plt.close(fig)
+
+
+FIGURES: dict[str, Callable[..., None]] = {
+    "mse_vs_eps": mse_vs_eps,
+    "mse_vs_horizon": mse_vs_horizon,
+    "qml_accuracy_vs_clip": qml_accuracy_vs_clip,
+    "qml_population_gradient": partial(
+        qml_epoch_panels, metrics=("population_grad_norm", "test_accuracy",
+                                   "distance_from_unclipped_loss"),
+        log=("population_grad_norm",)),
+    "qml_alignment": partial(qml_epoch_panels, metrics=("alignment", "clipping_bias_norm")),
+    "qml_example_norms": partial(qml_epoch_panels,
+                                 metrics=("mean_example_norm", "max_example_norm"),
+                                 log=("max_example_norm",)),
+    "qml_clip_probability": partial(qml_epoch_panels, metrics=("clip_probability",)),
+    "qml_update_mse": partial(
+        qml_epoch_panels, metrics=("test_accuracy", "mse_total", "mse_sampling_variance",
+                                   "mse_noise_variance", "mse_bias_squared"),
+        log=("mse_total", "mse_sampling_variance", "mse_noise_variance", "mse_bias_squared")),
+    "qml_images": partial(qml_epoch_panels,
+                          metrics=("test_accuracy", "distance_from_unclipped_loss")),
+}

@@ -62,16 +62,20 @@ class Budget:
     model: tuple[tuple[str, Any], ...] = ()
     trace_pairs: int = 1400
     mia_windows: int = 1000
+    rigorous: bool = True
+    """Add the rigorous accounting beside the paper's in each LDPT cell (a minute per new
+    setting, cached); off for the small budgets, whose point is speed."""
 
 
 FULL = Budget("full")
-QUICK = Budget("quick", epochs=1, max_train_windows=256, max_eval_windows=128, mia_windows=128)
+QUICK = Budget("quick", epochs=1, max_train_windows=256, max_eval_windows=128, mia_windows=128,
+               rigorous=False)
 """``quick``: the paper's model and data on a few windows, so any experiment finishes in under
 15 minutes on 2 CPU cores (about 10-25 s a cell); the numbers show the pipeline, not the
 paper's results."""
 TINY = Budget("tiny", epochs=1, max_train_windows=64, max_eval_windows=32, seq_len=48,
               model=(("d_model", 8), ("n_heads", 2), ("d_ff", 16), ("dim", 4), ("n_shots", 32)),
-              trace_pairs=100, mia_windows=32)
+              trace_pairs=100, mia_windows=32, rigorous=False)
 """``tiny`` is for the test suite: every experiment end to end in seconds."""
 BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
 
@@ -102,6 +106,8 @@ class Experiment:
     figure: str | None = None
     seeds: tuple[int, ...] = (2024,)
     full_hours: float = 0.0
+    quick_minutes: float | None = None
+    """Measured ``--quick`` wall time of a computed experiment (cells are estimated per cell)."""
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
@@ -285,3 +291,50 @@ register(Experiment("figure4", "MSE across horizons at eps = 0.1, both datasets"
                     cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,))],
                                datasets=("ETTh1", "ETTh2"), horizons=PAPER_HORIZONS),
                     metrics=("mse",), figure="mse_vs_horizon", full_hours=60.0))
+
+
+# -- the private-training paper: Figures 2-10 -------------------------------------------------
+# Grids of classifier runs computed in qpriv.experiments.classification (imported lazily);
+# Figure 9 is a schematic with no data, so nothing is registered for it. The paper prints no
+# numbers for its figures: paper="" (no paper_* columns). full_hours: measured on 2 busy CPU
+# cores at 1 thread (seconds per epoch of the quick runs, times the full grid).
+
+QML_SEEDS = tuple(range(2024, 2034))
+"""The private-training paper's 10 seeds ("10 experiments ... with distinct random seeds"; it
+does not print them). ``quick`` uses the first 2 of the seeds passed in, ``tiny`` the first."""
+
+
+def _qml(experiment_id: str) -> Callable[..., list[dict]]:
+    def compute(**kwargs: Any) -> list[dict]:
+        from qpriv.experiments import classification
+
+        return classification.COMPUTE[experiment_id](**kwargs)
+
+    compute.__name__ = experiment_id.replace("-", "_")
+    return compute
+
+
+def _register_qml(number: int, title: str, figure: str, full_hours: float,
+                  quick_minutes: float = 5.0) -> None:
+    experiment_id = f"qml-figure{number}"
+    register(Experiment(experiment_id, f"Private training, Figure {number}: {title}", paper="",
+                        compute=_qml(experiment_id), figure=figure, seeds=QML_SEEDS,
+                        full_hours=full_hours, quick_minutes=quick_minutes))
+
+
+_register_qml(2, "test accuracy vs. C and |B|, clipping only (MLP, Lipschitz, quantum)",
+              "qml_accuracy_vs_clip", full_hours=9.0)
+_register_qml(3, "population gradient norm per epoch (C = 1.5, |B| = 64)",
+              "qml_population_gradient", full_hours=0.7)
+_register_qml(4, "directional alignment per epoch (C = 1.5, |B| = 64)", "qml_alignment",
+              full_hours=0.7)
+_register_qml(5, "mean and max per-example gradient norm per epoch (C = 1.5, |B| = 64)",
+              "qml_example_norms", full_hours=0.7)
+_register_qml(6, "clipping probability per epoch (C = 1.5, |B| = 64)", "qml_clip_probability",
+              full_hours=0.7)
+_register_qml(7, "test accuracy vs. C and eps under DP-SGD (|B| = 64)", "qml_accuracy_vs_clip",
+              full_hours=9.5, quick_minutes=7.0)
+_register_qml(8, "update MSE and its parts per epoch under DP-SGD (C = 1.5, eps = 10)",
+              "qml_update_mse", full_hours=0.4)
+_register_qml(10, "private image classification per epoch: CNN vs. quantum (digits, C = 1.5, "
+              "eps = 10)", "qml_images", full_hours=2.0, quick_minutes=2.5)

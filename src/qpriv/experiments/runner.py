@@ -33,8 +33,9 @@ from qpriv.training.checkpoints import (
 )
 
 KEYS = ("dataset", "horizon", "method", "eps")
-QUICK_SECONDS_PER_CELL = 25
-"""An upper estimate of one quick cell on 2 CPU cores (measured 10-25 s), for --list."""
+QUICK_SECONDS_PER_CELL = 20
+"""An estimate of one quick cell at one thread on 2 busy CPU cores (an LDPT cell measured
+17 s), for --list."""
 RESULT_FILE = "result.json"
 MIA_FILE = "mia.json"
 
@@ -151,7 +152,7 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
         max_train_windows=budget.max_train_windows, max_eval_windows=budget.max_eval_windows,
         seq_len=budget.seq_len, overrides=overrides or None, out_dir=run_dir,
         resume=(run_dir / "checkpoint.pt").is_file(), progress=progress, data_dir=data_dir,
-        threads=threads,
+        threads=threads, rigorous=budget.rigorous,
     )
     return run_dir
 
@@ -299,9 +300,9 @@ def write_report(report: ExperimentReport, exp: Experiment, where: Path) -> None
 def markdown(report: ExperimentReport, exp: Experiment) -> str:
     """The table with the paper's numbers beside ours, and the failed cells below it."""
     columns = [c for c in report.columns if c != "overrides"]
-    lines = [f"# {exp.id}: {exp.title}", "",
-             f"Budget `{report.budget}`; `paper_*` columns are the paper's numbers as printed "
-             f"(paper {exp.paper}).", ""]
+    source = (f"`paper_*` columns are the paper's numbers as printed ({exp.paper})"
+              if exp.paper else "the paper prints no numbers for it")
+    lines = [f"# {exp.id}: {exp.title}", "", f"Budget `{report.budget}`; {source}.", ""]
     if report.rows:
         lines.append(format_table(columns, [[row.get(c) for c in columns]
                                             for row in report.rows], markdown=True))
@@ -320,9 +321,9 @@ def print_list(stream: Any = None) -> None:
     rows = []
     for exp in EXPERIMENTS.values():
         cells = len(exp.cells(exp.seeds)) if exp.compute is None else 0
-        quick = cells * QUICK_SECONDS_PER_CELL / 60
+        quick = exp.quick_minutes or cells * QUICK_SECONDS_PER_CELL / 60
         rows.append([exp.id, exp.title, cells or "computed",
                      f"{exp.full_hours:g} h" if exp.full_hours else "< 1 min",
-                     f"~{quick:.0f} min" if cells else "< 1 min"])
+                     f"~{quick:.0f} min" if quick >= 1 else "< 1 min"])
     print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows),
           file=stream or sys.stdout)

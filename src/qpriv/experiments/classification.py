@@ -1,0 +1,489 @@
+"""The private-training paper's Figures 2-10 as declared grids of classifier runs.
+
+Source: ``papers/private-training-qml.txt`` (section 4) and SPEC sections 6-7. Every figure is a
+grid of :func:`qpriv.classification.run.train_classifier` configurations (model x C x batch x
+eps x seed); each finished configuration is kept as one JSON file in
+``<out>/cells/<budget>/qml/<key>.json`` and read back, never recomputed, so the runs of one
+figure serve the others (Figure 2's clipped runs at C = 1.5, |B| = 64 are Figures 3-6's clipped
+models; Figure 7's runs at C = 1.5, eps = 10 are Figure 8's). Rows aggregate seeds (mean and
+``_std``, the sample standard deviation, None with one seed).
+
+==========  ===========================================================  ====================
+figure      what it plots (paper section 4)                                id
+==========  ===========================================================  ====================
+Figure 1    a diagram of where privacy enters the pipeline (no data)       not registered
+Figure 2    test accuracy against C, per |B|: tanh MLP, Lipschitz MLP,    ``qml-figure2``
+            quantum; clipping only (no noise)
+Figure 3    per epoch, C = 1.5, |B| = 64: population gradient norm ||g||  ``qml-figure3``
+            (with test accuracy and the distance from the unclipped
+            loss, which the text computes "in addition"); classical,
+            quantum, clipped classical, clipped quantum
+Figure 4    per epoch: directional alignment A_C (eq. 14), and the        ``qml-figure4``
+            clipping-bias norm (eq. 13)
+Figure 5    per epoch: mean and max per-example norm, against C and the   ``qml-figure5``
+            Theorem 3.2 bound 2 G / tau of the quantum model
+Figure 6    per epoch: clipping probability Pr[||g_i|| > C]               ``qml-figure6``
+Figure 7    test accuracy against C, per eps (DP-SGD, fixed budget)        ``qml-figure7``
+Figure 8    per epoch, C = 1.5, eps = 10: update MSE (eq. 12) and its      ``qml-figure8``
+            parts (sampling variance, noise variance, squared bias),
+            with test accuracy
+Figure 9    a schematic of the quantum image pipeline (no data)           not registered
+Figure 10   per epoch, images, private: test accuracy and distance from   ``qml-figure10``
+            the unclipped loss, CNN vs. quantum image classifier
+==========  ===========================================================  ====================
+
+The paper prints no number for any figure and the text carries no captions, so no figure has a
+``paper_*`` column (``paper=""``). Theorem 3.1 (quantum noise as gradient perturbation) is in no
+figure; :func:`qpriv.classification.bounds.gradient_perturbation` and its tests cover it.
+
+Choices the paper leaves open (each a constant below; the ``full`` budget is the paper's
+protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives):
+
+* C grid :data:`CLIPS`: the text names C = 10 ("unclipped or minimally clipped"), C <= 1.5 and
+  C = 1.5; we use 0.5, 1, 1.5, 3, 10. Batch sizes :data:`BATCHES`: only |B| = 64 is named; we
+  sweep 32, 64, 128. Budgets :data:`EPS` (Figure 7): only eps = 10 is named; we use 1, 3, 10
+  with delta = 1e-5 (not stated), Poisson sampling and Opacus's RDP accountant (SPEC 2, 6).
+  Figure 7's batch size: 64 (not stated; the deep dives' value).
+* Optimiser: "tuned for each configuration separately", with no values. We use plain SGD (the
+  paper's DP-SGD; no momentum) with one learning rate per model (:data:`LEARNING_RATES`), from
+  a short sweep (15 epochs, seed 2024, C = 1.5 and 10): the best-converging rate at C = 10.
+  There is no per-configuration tuning: it would multiply the cost and the split has no
+  validation set to tune on. Under Adam, which rescales every coordinate, the clipped MLP did
+  not fall behind in that sweep; under SGD clipping shrinks and rotates its steps.
+* Models: "several fully connected layers" -> tanh MLP 16-32-32-4 (1732 parameters); the
+  Lipschitz MLP has the same widths with GNP layers and Lipschitz constant C. Quantum: L = 8
+  layers of RZ RY RZ + CNOT ring on 4 qubits (96 angles; L is not stated) with temperature
+  tau = 1 (not stated): the logits are the raw <Z_k>, and the per-example norms then sit
+  near C = 1.5 (mean ~1.2, max ~2.1 in the sweep), as the text says of Figure 5; at tau = 0.5
+  they are twice that.
+* Seeds: "10 experiments ... with distinct random seeds on parameter initialization": seeds
+  2024-2033; a seed also draws the batches (and the noise), the data split is fixed.
+  ``quick`` and ``tiny`` take the first 2 and 1 of the seeds passed in.
+* Accuracy is the test accuracy after the last epoch (no early stopping is mentioned).
+* "Distance from the unclipped loss": |L_clipped(e) - L_unclipped(e)| of the training loss
+  after epoch e, the unclipped run starting from the same initialisation and seeing the same
+  batches. For Figures 3-6 that run is the seed's unclipped model itself (shuffled fixed-size
+  batches depend only on the seed); for Figure 10 (Poisson batches) it is
+  ``train_classifier``'s ``unclipped_reference`` twin.
+* Figures 4 and 6 for the unclipped models: nothing is clipped, so their A_C is 1 and p_clip
+  0 (the paper's "pre-clipping distribution" refers to the clipped models); what clipping at
+  C = 1.5 does to them is the clipped twin's curve, and Figure 5 shows their norms against C.
+* Figure 8's models: the text names only C = 1.5 and eps = 10; we show the MLP and the
+  quantum classifier, as in Figures 3-6, at |B| = 64. The MSE uses the Poisson-sampling form
+  (:mod:`qpriv.classification.diagnostics`), the sampling the accountant assumes.
+* Figure 10: the Honda Scenes set is not redistributable (SPEC 6): scikit-learn's digits
+  (8x8, classes 0-3, 576 training images). The CNN has 492 parameters, the quantum image
+  classifier 504 (28 layers on 6 qubits, after the frozen hierarchical loaders). C, eps and
+  |B| are not stated: C = 1.5, eps = 10, |B| = 64, as in Figure 8.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+from qpriv.experiments.registry import QML_SEEDS, Budget
+from qpriv.training.checkpoints import atomic_write_json
+
+CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
+BATCHES = (32, 64, 128)
+EPS = (1.0, 3.0, 10.0)
+DELTA = 1e-5
+DEEP_CLIP, DEEP_BATCH, DEEP_EPS = 1.5, 64, 10.0
+"""The deep-dive configuration of Figures 3-6, 8 (and our choice for Figure 10)."""
+SYNTHETIC_MODELS = ("mlp", "lipschitz", "quantum")
+DEEP_MODELS = ("mlp", "quantum")
+IMAGE_MODELS = ("cnn", "quantum-image")
+OPTIMIZER = "sgd"
+LEARNING_RATES = {"mlp": 0.3, "lipschitz": 0.3, "quantum": 1.0, "cnn": 1.0,
+                  "quantum-image": 1.0}
+TAU = 1.0
+VARIANT = {("mlp", False): "classical", ("mlp", True): "clipped classical",
+           ("quantum", False): "quantum", ("quantum", True): "clipped quantum"}
+RUN_DIR = "qml"
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How much of the paper's protocol one budget spends (``None``: every seed given)."""
+
+    epochs: int
+    image_epochs: int
+    n_seeds: int | None
+    clips: tuple[float, ...]
+    batches: tuple[int, ...]
+    private_clips: tuple[float, ...]
+    eps: tuple[float, ...]
+    n_layers: int
+    image_layers: int
+    loader_steps: int
+    hidden: tuple[int, ...]
+
+
+PROTOCOLS = {
+    "full": Protocol(epochs=100, image_epochs=100, n_seeds=None, clips=CLIPS, batches=BATCHES,
+                     private_clips=CLIPS, eps=EPS, n_layers=8, image_layers=28,
+                     loader_steps=200, hidden=(32, 32)),
+    # quick: the paper's models and the C values the finding needs, 2 seeds, 15 epochs;
+    # one batch size and three C values under noise. Measured on 2 busy CPU cores (load ~4),
+    # 1 thread, nothing cached: Figure 7 (36 runs) 415 s, Figure 2 (30 runs) 277 s,
+    # Figure 10 (4 runs with twins) 148 s; Figures 3-6 and 8 reuse those runs
+    "quick": Protocol(epochs=15, image_epochs=10, n_seeds=2, clips=CLIPS, batches=(64,),
+                      private_clips=(0.5, 1.5, 10.0), eps=(1.0, 10.0), n_layers=8,
+                      image_layers=28, loader_steps=200, hidden=(32, 32)),
+    # tiny: the test suite's, seconds per figure
+    "tiny": Protocol(epochs=2, image_epochs=1, n_seeds=1, clips=(1.5, 10.0), batches=(64,),
+                     private_clips=(1.5,), eps=(10.0,), n_layers=1, image_layers=1,
+                     loader_steps=2, hidden=(8, 8)),
+}
+
+
+def protocol(budget: Budget) -> Protocol:
+    """The :class:`Protocol` of a budget named ``full``, ``quick`` or ``tiny``."""
+    if budget.name not in PROTOCOLS:
+        raise InvalidInputError(
+            f"budget {budget.name!r} has no classifier protocol; use one of {tuple(PROTOCOLS)}"
+        )
+    return PROTOCOLS[budget.name]
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One classifier configuration of a grid; ``reference`` adds the unclipped twin."""
+
+    model: str
+    clip: float | None
+    batch: int
+    seed: int
+    eps: float | None = None
+    task: str = "synthetic"
+    reference: bool = False
+
+    def arguments(self, plan: Protocol) -> dict[str, Any]:
+        """The keyword arguments of :func:`train_classifier` for this run under ``plan``."""
+        args: dict[str, Any] = {
+            "task": self.task, "model": self.model, "clip": self.clip, "batch": self.batch,
+            "seed": self.seed, "eps": self.eps, "delta": DELTA, "optimizer": OPTIMIZER,
+            "lr": LEARNING_RATES[self.model], "unclipped_reference": self.reference,
+            "epochs": plan.image_epochs if self.task != "synthetic" else plan.epochs,
+        }
+        if self.model in ("mlp", "lipschitz"):
+            args["hidden"] = plan.hidden
+        if self.model in ("quantum", "quantum-image"):
+            args["tau"] = TAU
+            args["n_layers"] = plan.image_layers if self.model == "quantum-image" else \
+                plan.n_layers
+        if self.model == "quantum-image":
+            args["loader_steps"] = plan.loader_steps
+        return args
+
+    def key(self, plan: Protocol) -> str:
+        """A file-name-safe identity holding every argument that changes the result."""
+        args = self.arguments(plan)
+        parts = [self.task, self.model, "C" + ("none" if self.clip is None else f"{self.clip:g}"),
+                 f"B{self.batch}", "noeps" if self.eps is None else f"eps{self.eps:g}",
+                 f"E{args['epochs']}", f"{OPTIMIZER}{args['lr']:g}"]
+        if "hidden" in args:
+            parts.append("h" + "x".join(str(h) for h in args["hidden"]))
+        if "n_layers" in args:
+            parts.append(f"L{args['n_layers']}-tau{TAU:g}")
+        if "loader_steps" in args:
+            parts.append(f"loader{args['loader_steps']}")
+        if self.reference:
+            parts.append("ref")
+        parts.append(f"s{self.seed}")
+        return "-".join(parts)
+
+
+def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
+    """The result of ``run``: read from ``out_dir/qml/<key>.json`` or trained and written."""
+    from qpriv.classification.run import train_classifier
+
+    path = Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    result = train_classifier(**run.arguments(plan), threads=1, progress=False)
+    atomic_write_json(path, result)
+    if progress:
+        print(f"  {run.key(plan)}: accuracy {result['accuracy']:.3f}, "
+              f"{result['seconds']:.1f} s", file=sys.stderr)
+    return result
+
+
+def run_all(runs: Sequence[Run], *, plan: Protocol, out_dir: Path, progress: bool
+            ) -> list[dict]:
+    """Every run's result, in order (finished ones read back)."""
+    results = []
+    for i, run in enumerate(runs, 1):
+        if progress:
+            print(f"[{i}/{len(runs)}] {run.key(plan)}", file=sys.stderr)
+        results.append(finished_run(run, plan=plan, out_dir=out_dir, progress=progress))
+    return results
+
+
+def seeds_for(seeds: Sequence[int], plan: Protocol) -> tuple[int, ...]:
+    """The seeds a budget uses: all of them (full) or the first ``n_seeds``."""
+    seeds = tuple(int(s) for s in seeds)
+    if not seeds:
+        raise InvalidInputError("no seeds given: pass at least one (the paper's: 2024-2033)")
+    return seeds if plan.n_seeds is None else seeds[:plan.n_seeds]
+
+
+# -- aggregation --------------------------------------------------------------------------------
+
+
+def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation of the finite numbers (None where undefined)."""
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(
+        v, bool) and math.isfinite(v)]
+    if not numbers:
+        return None, None
+    std = statistics.stdev(numbers) if len(numbers) > 1 else None
+    return statistics.fmean(numbers), std
+
+
+def _add(row: dict, name: str, values: Iterable[Any]) -> None:
+    row[name], row[f"{name}_std"] = mean_std(values)
+
+
+def _privacy_columns(result: dict) -> dict:
+    """The run's privacy as labelled flat columns (a private run's accountant and kind)."""
+    eps = result.get("eps")
+    if not eps:
+        return {"privacy": result.get("privacy")}
+    return {"eps_kind": eps["kind"], "eps_accounting": eps["accounting"],
+            "delta": eps["delta"], "noise_multiplier": result["noise_multiplier"]["value"]}
+
+
+def final_rows(grouped: dict[tuple, list[dict]], *, keys: Sequence[str],
+               metrics: Sequence[str]) -> list[dict]:
+    """One row per group: its keys, the seed count and the final-epoch metrics over seeds."""
+    rows = []
+    for group, results in grouped.items():
+        row: dict[str, Any] = dict(zip(keys, group, strict=True))
+        row["seeds"] = len(results)
+        row["epochs"] = len(results[0]["history"])
+        _add(row, "accuracy", (r["accuracy"] for r in results))
+        for metric in metrics:
+            _add(row, metric, (r["final_diagnostics"].get(metric) for r in results))
+        if results[0].get("eps"):
+            _add(row, "eps_spent", (r["eps"]["value"] for r in results))
+        row.update(_privacy_columns(results[0]))
+        rows.append(row)
+    return rows
+
+
+def epoch_rows(results: Sequence[dict], *, fixed: dict, metrics: Sequence[str],
+               extra: Sequence[dict] | None = None) -> list[dict]:
+    """One row per epoch: ``fixed`` columns, and each metric's mean and std over the seeds'
+    histories (``extra[i][epoch]`` adds per-seed values computed elsewhere)."""
+    rows = []
+    for e in range(min(len(r["history"]) for r in results)):
+        row: dict[str, Any] = {**fixed, "epoch": e + 1, "seeds": len(results)}
+        for metric in metrics:
+            values = [extra[i][metric][e] if extra and metric in extra[i]
+                      else r["history"][e].get(metric) for i, r in enumerate(results)]
+            _add(row, metric, values)
+        rows.append(row)
+    return rows
+
+
+def _group(runs: Sequence[Run], results: Sequence[dict], key) -> dict[tuple, list[dict]]:
+    grouped: dict[tuple, list[dict]] = {}
+    for run, result in zip(runs, results, strict=True):
+        grouped.setdefault(key(run), []).append(result)
+    return grouped
+
+
+# -- Figure 2 and 7: accuracy against C ----------------------------------------------------------
+
+SWEEP_METRICS = ("clip_probability", "alignment", "clipping_bias_norm", "mean_example_norm",
+                 "max_example_norm", "population_grad_norm")
+
+
+def add_clipping_loss(rows: list[dict], *, by: Sequence[str]) -> list[dict]:
+    """``accuracy_loss_vs_largest_c``: accuracy at the largest C of the same model (and
+    ``by`` keys) minus this row's: what clipping costs each model."""
+    best: dict[tuple, tuple[float, float | None]] = {}
+    for row in rows:
+        group = (row["model"], *(row[k] for k in by))
+        if group not in best or row["clip"] > best[group][0]:
+            best[group] = (row["clip"], row.get("accuracy"))
+    out = []
+    for row in rows:
+        top = best[(row["model"], *(row[k] for k in by))][1]
+        loss = top - row["accuracy"] if top is not None and row.get("accuracy") is not None \
+            else None
+        out.append({**row, "accuracy_loss_vs_largest_c": loss})
+    return out
+
+
+def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            **_: object) -> list[dict]:
+    """Figure 2: test accuracy against C for every |B|, clipping only (no noise), with the
+    final clipping statistics that explain it (p_clip, A_C, bias, norms)."""
+    plan = protocol(budget)
+    runs = [Run(model=m, clip=c, batch=b, seed=s) for b in plan.batches for m in SYNTHETIC_MODELS
+            for c in plan.clips for s in seeds_for(seeds, plan)]
+    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+    grouped = _group(runs, results, lambda r: (r.model, r.clip, r.batch))
+    rows = final_rows(grouped, keys=("model", "clip", "batch"), metrics=SWEEP_METRICS)
+    return add_clipping_loss(rows, by=("batch",))
+
+
+def figure7(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            **_: object) -> list[dict]:
+    """Figure 7: test accuracy against C for every eps (DP-SGD at a fixed budget, |B| = 64),
+    with the final clipping statistics and the labelled privacy of each row."""
+    plan = protocol(budget)
+    runs = [Run(model=m, clip=c, batch=DEEP_BATCH, seed=s, eps=e) for e in plan.eps
+            for m in SYNTHETIC_MODELS for c in plan.private_clips for s in seeds_for(seeds, plan)]
+    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+    grouped = _group(runs, results, lambda r: (r.model, r.clip, r.eps))
+    rows = final_rows(grouped, keys=("model", "clip", "eps"), metrics=SWEEP_METRICS)
+    return add_clipping_loss(rows, by=("eps",))
+
+
+# -- Figures 3-6: the deep dive at C = 1.5, |B| = 64, no noise -----------------------------------
+
+
+def deep_dive(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool,
+              metrics: Sequence[str]) -> list[dict]:
+    """Per-epoch ``metrics`` of the four models of Figures 3-6 (classical, quantum, each
+    unclipped and clipped at C = 1.5), |B| = 64, no noise; ``distance_from_unclipped_loss``
+    is |L_clipped - L_unclipped| of the same seed (0 for the unclipped models)."""
+    plan = protocol(budget)
+    chosen = seeds_for(seeds, plan)
+    rows = []
+    for model in DEEP_MODELS:
+        plain = [Run(model=model, clip=None, batch=DEEP_BATCH, seed=s) for s in chosen]
+        clipped = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s) for s in chosen]
+        plain_results = run_all(plain, plan=plan, out_dir=out_dir, progress=progress)
+        clipped_results = run_all(clipped, plan=plan, out_dir=out_dir, progress=progress)
+        for is_clipped, results in ((False, plain_results), (True, clipped_results)):
+            distance = [{"distance_from_unclipped_loss": [
+                abs(h["train_loss"] - p["train_loss"]) if is_clipped else 0.0
+                for h, p in zip(r["history"], ref["history"], strict=True)]}
+                for r, ref in zip(results, plain_results, strict=True)]
+            fixed: dict[str, Any] = {"variant": VARIANT[(model, is_clipped)], "model": model,
+                                     "clip": DEEP_CLIP if is_clipped else None,
+                                     "batch": DEEP_BATCH}
+            if "max_example_norm" in metrics and model == "quantum":
+                bound = results[0]["gradient_bound"]["per_example_norm_bound"]
+                worst = max(h["max_example_norm"] for r in results for h in r["history"])
+                fixed.update(theorem_3_2_bound=bound, within_bound=worst <= bound)
+            rows += epoch_rows(results, fixed=fixed, metrics=metrics, extra=distance)
+    return rows
+
+
+def figure3(**kwargs: Any) -> list[dict]:
+    """Figure 3: the population gradient norm ||g|| per epoch (with test accuracy and the
+    distance from the unclipped loss)."""
+    return deep_dive(metrics=("population_grad_norm", "test_accuracy",
+                              "distance_from_unclipped_loss"), **_runner_args(kwargs))
+
+
+def figure4(**kwargs: Any) -> list[dict]:
+    """Figure 4: the directional alignment A_C (eq. 14) per epoch, and the clipping-bias
+    norm ||b_C|| (eq. 13)."""
+    return deep_dive(metrics=("alignment", "clipping_bias_norm"), **_runner_args(kwargs))
+
+
+def figure5(**kwargs: Any) -> list[dict]:
+    """Figure 5: the mean and max per-example gradient norms per epoch, beside C and, for the
+    quantum model, Theorem 3.2's bound 2 G / tau (``within_bound``: every seed's every
+    epoch's max below it)."""
+    return deep_dive(metrics=("mean_example_norm", "max_example_norm"), **_runner_args(kwargs))
+
+
+def figure6(**kwargs: Any) -> list[dict]:
+    """Figure 6: the clipping probability Pr[||g_i|| > C] per epoch."""
+    return deep_dive(metrics=("clip_probability",), **_runner_args(kwargs))
+
+
+def _runner_args(kwargs: dict) -> dict:
+    return {"budget": kwargs["budget"], "seeds": kwargs["seeds"], "out_dir": kwargs["out_dir"],
+            "progress": kwargs.get("progress", False)}
+
+
+# -- Figure 8: update MSE under DP-SGD -----------------------------------------------------------
+
+MSE_METRICS = ("test_accuracy", "mse_total", "mse_sampling_variance", "mse_noise_variance",
+               "mse_bias_squared")
+
+
+def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            **_: object) -> list[dict]:
+    """Figure 8: the update MSE (eq. 12) and its three parts per epoch, with test accuracy,
+    for the MLP and the quantum classifier under DP-SGD at C = 1.5, eps = 10, |B| = 64."""
+    plan = protocol(budget)
+    rows = []
+    for model in DEEP_MODELS:
+        runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS)
+                for s in seeds_for(seeds, plan)]
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        fixed = {"variant": f"{VARIANT[(model, True)]} + noise", "model": model,
+                 "clip": DEEP_CLIP, "batch": DEEP_BATCH, "eps": DEEP_EPS,
+                 **_privacy_columns(results[0])}
+        rows += epoch_rows(results, fixed=fixed, metrics=MSE_METRICS)
+    return rows
+
+
+# -- Figure 10: images -----------------------------------------------------------------------------
+
+
+def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+             **_: object) -> list[dict]:
+    """Figure 10: per epoch, the CNN and the quantum image classifier (digits, C = 1.5,
+    eps = 10, |B| = 64): test accuracy and distance from the unclipped loss, with the
+    unclipped twin's final accuracy (``unclipped_accuracy``) and the parameter counts."""
+    plan = protocol(budget)
+    rows = []
+    for model in IMAGE_MODELS:
+        runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS,
+                    task="digits", reference=True) for s in seeds_for(seeds, plan)]
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        fixed: dict[str, Any] = {"variant": model, "model": model, "clip": DEEP_CLIP,
+                                 "batch": DEEP_BATCH, "eps": DEEP_EPS,
+                                 "parameters": results[0]["parameters"]}
+        fixed["unclipped_accuracy"], fixed["unclipped_accuracy_std"] = mean_std(
+            r["unclipped_reference"]["accuracy"] for r in results)
+        fixed.update(_privacy_columns(results[0]))
+        rows += epoch_rows(results, fixed=fixed,
+                           metrics=("test_accuracy", "distance_from_unclipped_loss",
+                                    "clip_probability", "alignment"))
+    return rows
+
+
+COMPUTE = {"qml-figure2": figure2, "qml-figure3": figure3, "qml-figure4": figure4,
+           "qml-figure5": figure5, "qml-figure6": figure6, "qml-figure7": figure7,
+           "qml-figure8": figure8, "qml-figure10": figure10}
+"""Each registered id and the function computing its rows."""
+
+
+def grid_size(experiment_id: str, *, budget: Budget, seeds: Sequence[int] = QML_SEEDS) -> int:
+    """How many distinct classifier runs ``experiment_id`` needs at ``budget``."""
+    plan = protocol(budget)
+    n = len(seeds_for(seeds, plan))
+    synthetic = len(SYNTHETIC_MODELS)
+    sizes = {
+        "qml-figure2": synthetic * len(plan.clips) * len(plan.batches) * n,
+        "qml-figure7": synthetic * len(plan.private_clips) * len(plan.eps) * n,
+        "qml-figure8": len(DEEP_MODELS) * n,
+        "qml-figure10": len(IMAGE_MODELS) * n,
+    }
+    for i in (3, 4, 5, 6):
+        sizes[f"qml-figure{i}"] = 2 * len(DEEP_MODELS) * n
+    if experiment_id not in sizes:
+        raise InvalidInputError(f"{experiment_id!r} is not one of {tuple(sizes)}")
+    return sizes[experiment_id]

@@ -1,0 +1,144 @@
+"""The private-training paper's Figures 2-10 in the registry: every figure runs at the tiny
+budget and plots what it should, a second run trains nothing, and the derived columns agree
+with independent computations (the unclipped twin, Theorem 3.2's closed form, eq. 12's sum)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from qpriv.classification import run as classifier_run
+from qpriv.errors import InvalidInputError
+from qpriv.experiments import classification
+from qpriv.experiments.classification import PROTOCOLS, Run, grid_size, mean_std
+from qpriv.experiments.registry import EXPERIMENTS, TINY, Budget
+from qpriv.experiments.runner import run_experiment
+
+QML_IDS = [f"qml-figure{i}" for i in (2, 3, 4, 5, 6, 7, 8, 10)]
+PLOTTED = {  # the columns each figure draws, which every row must carry
+    "qml-figure2": ("model", "clip", "batch", "accuracy", "clip_probability", "alignment"),
+    "qml-figure3": ("variant", "epoch", "population_grad_norm", "test_accuracy",
+                    "distance_from_unclipped_loss"),
+    "qml-figure4": ("variant", "epoch", "alignment", "clipping_bias_norm"),
+    "qml-figure5": ("variant", "epoch", "mean_example_norm", "max_example_norm"),
+    "qml-figure6": ("variant", "epoch", "clip_probability"),
+    "qml-figure7": ("model", "clip", "eps", "accuracy", "eps_spent", "eps_kind",
+                    "eps_accounting"),
+    "qml-figure8": ("variant", "epoch", "test_accuracy", "mse_total", "mse_sampling_variance",
+                    "mse_noise_variance", "mse_bias_squared"),
+    "qml-figure10": ("variant", "epoch", "test_accuracy", "distance_from_unclipped_loss",
+                     "unclipped_accuracy"),
+}
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Every qml figure at the tiny budget in one output folder (shared runs train once)."""
+    out = tmp_path_factory.mktemp("qml")
+    made = {i: run_experiment(i, budget=TINY, out_dir=out, progress=False) for i in QML_IDS}
+    return out, made
+
+
+def test_the_figures_are_registered_with_the_papers_ten_seeds():
+    assert [i for i in EXPERIMENTS if i.startswith("qml-")] == QML_IDS  # no Figure 9
+    for experiment_id in QML_IDS:
+        exp = EXPERIMENTS[experiment_id]
+        assert exp.seeds == tuple(range(2024, 2034)) and exp.paper == "" and exp.figure
+    full = Budget("full")
+    assert grid_size("qml-figure2", budget=full) == 3 * 5 * 3 * 10
+    assert grid_size("qml-figure7", budget=full) == 3 * 5 * 3 * 10
+    assert PROTOCOLS["full"].epochs == PROTOCOLS["full"].image_epochs == 100
+
+
+@pytest.mark.parametrize("experiment_id", QML_IDS)
+def test_every_figure_runs_and_writes_its_outputs(reports, experiment_id):
+    out, made = reports
+    report = made[experiment_id]
+    assert report.failures == [] and report.rows
+    for row in report.rows:
+        missing = [c for c in PLOTTED[experiment_id] if row.get(c) is None]
+        assert not missing, (row, missing)
+    where = out / experiment_id / "tiny"
+    assert (where / "figure.png").read_bytes()[:4] == b"\x89PNG"
+    assert (where / "table.md").read_text().startswith(f"# {experiment_id}")
+    assert len((where / "results.csv").read_text().splitlines()) == len(report.rows) + 1
+
+
+def test_every_run_is_on_disk_once_and_a_second_run_trains_nothing(reports, monkeypatch):
+    out, made = reports
+    stored = list((out / "cells" / "tiny" / "qml").glob("*.json"))
+    # Figures 3-6 share four runs, two of them Figure 2's; Figure 8's are Figure 7's
+    assert len(stored) == (grid_size("qml-figure2", budget=TINY, seeds=[2024])
+                           + grid_size("qml-figure7", budget=TINY, seeds=[2024])
+                           + 2 + grid_size("qml-figure10", budget=TINY, seeds=[2024]))
+
+    def refuse(**kwargs):
+        raise AssertionError(f"retrained {kwargs['model']}")
+
+    monkeypatch.setattr(classifier_run, "train_classifier", refuse)
+    for experiment_id in QML_IDS:
+        again = run_experiment(experiment_id, budget=TINY, out_dir=out, progress=False)
+        assert json.dumps(again.rows) == json.dumps(made[experiment_id].rows)
+
+
+def test_figure2_rows_hold_the_finding_columns(reports):
+    rows = reports[1]["qml-figure2"].rows
+    assert {(r["model"], r["clip"]) for r in rows} == {
+        (m, c) for m in ("mlp", "lipschitz", "quantum") for c in (1.5, 10.0)}
+    by = {(r["model"], r["clip"]): r for r in rows}
+    for model in ("mlp", "lipschitz", "quantum"):
+        assert by[(model, 10.0)]["accuracy_loss_vs_largest_c"] == 0.0
+        assert by[(model, 1.5)]["accuracy_loss_vs_largest_c"] == pytest.approx(
+            by[(model, 10.0)]["accuracy"] - by[(model, 1.5)]["accuracy"])
+        assert 0.0 <= by[(model, 1.5)]["clip_probability"] <= 1.0
+        assert -1.0 <= by[(model, 1.5)]["alignment"] <= 1.0
+
+
+def test_distance_from_unclipped_loss_matches_the_unclipped_twin(reports):
+    """Figures 3-6 derive the distance from the seed's unclipped run; train_classifier's own
+    unclipped_reference twin (same initialisation, same batches) must give the same numbers."""
+    rows = reports[1]["qml-figure3"].rows
+    plan = PROTOCOLS["tiny"]
+    twin = classifier_run.train_classifier(
+        **Run(model="mlp", clip=1.5, batch=64, seed=2024, reference=True).arguments(plan),
+        diagnostics=False)
+    ours = [r["distance_from_unclipped_loss"] for r in rows if r["variant"] == "clipped classical"]
+    assert ours == pytest.approx([h["distance_from_unclipped_loss"] for h in twin["history"]],
+                                 rel=1e-5, abs=1e-7)
+    assert all(r["distance_from_unclipped_loss"] == 0.0 for r in rows
+               if r["variant"] == "classical")
+
+
+def test_figure5_carries_theorem_3_2_and_figure8_adds_up(reports):
+    rows = reports[1]["qml-figure5"].rows
+    quantum = [r for r in rows if r["model"] == "quantum"]
+    # one layer of RZ RY RZ on 4 qubits: 12 generators P/2 of norm 1/2, Z read-outs of norm 1:
+    # G = 2 * 1 * sqrt(12 / 4), bound 2 G / tau with tau = 1
+    assert all(r["theorem_3_2_bound"] == pytest.approx(4 * math.sqrt(3)) for r in quantum)
+    assert all(r["within_bound"] and r["max_example_norm"] <= r["theorem_3_2_bound"]
+               for r in quantum)
+    for row in reports[1]["qml-figure8"].rows:
+        parts = (row["mse_sampling_variance"] + row["mse_noise_variance"]
+                 + row["mse_bias_squared"])
+        assert row["mse_total"] == pytest.approx(parts)
+        assert row["mse_noise_variance"] > 0  # a private run adds noise
+
+
+def test_figure7_privacy_is_labelled_and_spent_as_targeted(reports):
+    for row in reports[1]["qml-figure7"].rows:
+        assert row["eps_kind"] == "global (eps, delta)-DP" and row["eps_accounting"] == "rigorous"
+        assert row["delta"] == 1e-5 and row["noise_multiplier"] > 0
+        assert row["eps_spent"] == pytest.approx(row["eps"], rel=0.02)
+        assert row["eps_spent"] <= row["eps"] * (1 + 1e-6)
+
+
+def test_mean_std_and_bad_budgets():
+    assert mean_std([1, 3, None, float("nan")]) == (2.0, pytest.approx(math.sqrt(2)))
+    assert mean_std([5.0]) == (5.0, None)
+    assert mean_std([]) == (None, None)
+    with pytest.raises(InvalidInputError, match="budget 'huge' has no classifier protocol"):
+        classification.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
+    with pytest.raises(InvalidInputError, match="no seeds given"):
+        classification.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)

@@ -36,11 +36,12 @@ converted with dp-accounting's RDP conversion (always at or above the PLD value)
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -123,6 +124,21 @@ ASSUMPTIONS = (
     "connect-the-dots discretisation, staged FFT self-composition; delta is per unit, not per "
     "dataset, and eps is the privacy loss in natural-log units",
 )
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block, then restore the caller's setting.
+
+    The search and the game work on tensors of a few hundred numbers; on a shared CPU, torch's
+    thread hand-offs make such work tens of times slower than one thread.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 # --- what one shot releases -----------------------------------------------------------------
@@ -492,16 +508,17 @@ def search_worst_pairs(
     starts += [(f"local search from random pair {i}", rng.standard_normal(4 * dim))
                for i in range(restarts)]
     candidates = [aligned]
-    with torch.no_grad():
-        scale = max(abs(float(objective(torch.from_numpy(starts[0][1])))), 1e-12)
-    for source, x0 in starts:
-        result = scipy.optimize.minimize(
-            value_and_grad, x0, args=(scale,), jac=True, method="L-BFGS-B",
-            options={"maxiter": 400},
-        )
+    with one_torch_thread():
         with torch.no_grad():
-            psi, psi_prime = _torch_pair(torch.from_numpy(result.x), dim, d)
-        candidates.append(NeighbourPair(psi.numpy(), psi_prime.numpy(), source))
+            scale = max(abs(float(objective(torch.from_numpy(starts[0][1])))), 1e-12)
+        for source, x0 in starts:
+            result = scipy.optimize.minimize(
+                value_and_grad, x0, args=(scale,), jac=True, method="L-BFGS-B",
+                options={"maxiter": 400},
+            )
+            with torch.no_grad():
+                psi, psi_prime = _torch_pair(torch.from_numpy(result.x), dim, d)
+            candidates.append(NeighbourPair(psi.numpy(), psi_prime.numpy(), source))
     scores = [rdp_epsilon(renyi_divergences(*pair.distributions(p=p)), count=count, delta=delta)
               for pair in candidates]
     return [candidates[i] for i in np.argsort(scores)[::-1]]

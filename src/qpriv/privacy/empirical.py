@@ -28,7 +28,7 @@ import scipy.stats
 import torch
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair
+from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
@@ -177,7 +177,8 @@ def distinguishing_game(
                                   high_inclusive=False)
     threshold, direction = _planned_threshold(moments, score_range=support, trials=trials,
                                               delta=delta, confidence=confidence)
-    scores_a, scores_b = draw_scores(0, trials), draw_scores(1, trials)
+    with one_torch_thread():
+        scores_a, scores_b = draw_scores(0, trials), draw_scores(1, trials)
     if direction == "A":
         hits, false_hits = int((scores_a >= threshold).sum()), int((scores_b >= threshold).sum())
     else:

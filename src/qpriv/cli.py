@@ -212,8 +212,12 @@ def _cmd_attack_mia(args: argparse.Namespace) -> int:
         _emit_json(report)
         return 0
     attack = report["attack"]
-    claim = (f"eps per pass {_labelled(report['eps_per_pass'])}" if report["eps_per_pass"]
-             else "no privacy claim")
+    if report["eps_per_pass"]:
+        claim = f"eps per pass {_labelled(report['eps_per_pass'])}"
+    elif isinstance(report.get("eps"), dict) and report["eps"]["value"] is not None:
+        claim = f"eps {_labelled(report['eps'])} at delta {report['eps']['delta']:g}"
+    else:
+        claim = "no privacy claim"
     print(f"Loss-threshold membership inference on {report['run']} ({report['method']}, "
           f"{claim}, H = {report['horizon']}): "
           f"{attack['n_members']} training vs {attack['n_nonmembers']} test windows, "

@@ -245,6 +245,8 @@ def mia_on_run(
         "run": str(loaded.run_dir),
         "method": loaded.method,
         "eps_per_pass": loaded.result.get("eps_per_pass"),
+        "privacy": loaded.result.get("privacy"),
+        "eps": loaded.result.get("eps") or loaded.result.get("eps_total"),
         "horizon": loaded.config.horizon,
         "n_requested": n,
         "protocol": ("members: the run's training windows; non-members: test windows (a later "

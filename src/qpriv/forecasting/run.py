@@ -251,6 +251,9 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
                     *notes,
                     "hyper-parameters and the validation split used for model selection are "
                     "not accounted",
+                    "the unit is one window; one time step of the series lies in up to L + H "
+                    "overlapping windows, so a record-level guarantee follows only by group "
+                    "privacy over those windows",
                     "RevIN statistics are per window and inside the clipped gradient: covered"]}
     if setup.privacy == LOCAL_DP:
         eps = setup.eps_per_pass

@@ -176,8 +176,9 @@ class DPSGDStrategy(StepStrategy):
 
     ``noise_multiplier`` comes from :func:`qpriv.privacy.dpsgd_accounting.noise_multiplier_for`
     for the run's (eps, delta, q, steps); the steps taken are counted and the epsilon spent is
-    read back from the accountant in :meth:`report`. ``seed`` seeds the batch sampler and the
-    noise, whose states go into the checkpoint.
+    read back from the accountant in :meth:`report`. The batches are drawn from the trainer's
+    seeded shuffle generator; ``seed`` seeds the Gaussian noise. Both states go into the
+    checkpoint.
     """
 
     name = "dpsgd"

@@ -37,6 +37,9 @@ def mse_vs_eps(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
                 ax.axhline(r["paper_mse"], color="black", lw=1, ls="--", alpha=0.6,
                            label="classical (paper)")
     ax.set_xscale("log")
+    eps_values = sorted({r["eps"] for r in rows if r["eps"] is not None})
+    ax.set_xticks(eps_values, [f"{e:g}" for e in eps_values])
+    ax.minorticks_off()
     ax.set_xlabel("eps (per pass for LDPT, DP-Input and bottlenecks; global for DP-SGD)")
     ax.set_ylabel("test MSE (z-scored)")
     ax.set_title(title, fontsize=9)
@@ -72,6 +75,9 @@ def mse_vs_horizon(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
                 ax.plot(*zip(*paper, strict=True), "s--", color=f"C{i}", alpha=0.6,
                         label=f"{label} (paper)")
         ax.set_xscale("log")
+        horizons = sorted({r["horizon"] for r in rows if r["dataset"] == dataset})
+        ax.set_xticks(horizons, [str(h) for h in horizons])
+        ax.minorticks_off()
         ax.set_xlabel("horizon H")
         ax.set_ylabel("test MSE (z-scored)")
         ax.set_title(f"{dataset}: {title}", fontsize=9)

@@ -66,6 +66,10 @@ class LDPTForecaster(nn.Module):
         d, T = cfg.d_model, cfg.n_tokens
         sigma = cfg.sigma if cfg.injects else 0.0
 
+        # token t holds positions t*s .. t*s + D - 1; a gather (not Tensor.unfold) so that
+        # per-window gradients under torch.func.vmap have a batching rule for its backward
+        self.register_buffer("token_index", (torch.arange(T)[:, None] * cfg.stride
+                                             + torch.arange(cfg.dim)[None, :]), persistent=False)
         self.revin = RevIN(cfg.n_channels, per_window=cfg.normalisation == "revin")
         self.embed = (
             ClassicalEmbedding(dim=cfg.dim, d_model=d, n_tokens=T)
@@ -102,7 +106,7 @@ class LDPTForecaster(nn.Module):
                                                   dtype=x.dtype)
 
         x_norm, z, stats = self.revin(x.transpose(1, 2))  # (B, C, L) each
-        tokens = x_norm.unfold(-1, cfg.dim, cfg.stride)  # (B, C, T, D)
+        tokens = x_norm[..., self.token_index]  # (B, C, T, D), the unfold as a gather
         x_cl = self.embed(tokens) if self.embed is not None else None  # (B, C, T, d)
         if self.features is not None:
             qf = self.features(z.unfold(-1, cfg.dim, cfg.stride), shots_rng)  # (B, C, T, D^2+1)

@@ -187,3 +187,38 @@ def test_json_that_cannot_be_encoded_writes_nothing(tmp_path):
     with pytest.raises(TypeError):
         atomic_write_json(tmp_path / "run" / "result.json", {"bad": object()})
     assert not (tmp_path / "run").exists()
+
+
+def test_a_killed_dpsgd_run_resumes_to_the_same_result(tmp_path, monkeypatch):
+    """DP-SGD's Poisson batches, Gaussian noise and step count survive a kill and resume."""
+    from qpriv.training.dpsgd import DPSGDStrategy
+
+    def strategy() -> DPSGDStrategy:
+        return DPSGDStrategy(clip=1.0, noise_multiplier=0.8, sample_rate=0.25,
+                             steps_per_epoch=4, delta=1e-5, seed=7)
+
+    straight = make_trainer(tmp_path / "straight", method="dpsgd", strategy=strategy())
+    result = straight.fit()
+
+    killed = make_trainer(tmp_path / "resumed", method="dpsgd", strategy=strategy())
+    real_epoch = Trainer._train_epoch
+
+    def crash_in_third_epoch(self, epoch):
+        if epoch == 3:
+            raise KeyboardInterrupt
+        return real_epoch(self, epoch)
+
+    monkeypatch.setattr(Trainer, "_train_epoch", crash_in_third_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        killed.fit()
+    monkeypatch.setattr(Trainer, "_train_epoch", real_epoch)
+
+    resumed_strategy = strategy()
+    resumed = make_trainer(tmp_path / "resumed", method="dpsgd", strategy=resumed_strategy)
+    again = resumed.fit(resume=True)
+    assert without_timing(again.history) == without_timing(result.history)
+    assert resumed_strategy.steps == straight.strategy.steps == 12
+    assert resumed_strategy.report()["eps"]["value"] == straight.strategy.report()["eps"]["value"]
+    for (name, a), b in zip(straight.model.state_dict().items(),
+                            resumed.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name

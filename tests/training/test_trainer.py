@@ -48,16 +48,9 @@ def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None) -> Trainer
                    strategy=strategy)
 
 
-def without_timing(history):
-    return [{k: v for k, v in h.items() if not k.endswith("seconds")} for h in history]
-
-
-def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
-    straight = make_trainer(tmp_path / "straight")
-    result = straight.fit()
-    expected_test = straight.evaluate(TEST)
-
-    killed = make_trainer(tmp_path / "resumed")
+def kill_in_third_epoch(trainer: Trainer, monkeypatch) -> None:
+    """Run ``trainer.fit()`` until a KeyboardInterrupt at the start of epoch 3 (a killed run:
+    two epochs checkpointed)."""
     real_epoch = Trainer._train_epoch
 
     def crash_in_third_epoch(self, epoch):
@@ -67,8 +60,20 @@ def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
 
     monkeypatch.setattr(Trainer, "_train_epoch", crash_in_third_epoch)
     with pytest.raises(KeyboardInterrupt):
-        killed.fit()
+        trainer.fit()
     monkeypatch.setattr(Trainer, "_train_epoch", real_epoch)
+
+
+def without_timing(history):
+    return [{k: v for k, v in h.items() if not k.endswith("seconds")} for h in history]
+
+
+def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
+    straight = make_trainer(tmp_path / "straight")
+    result = straight.fit()
+    expected_test = straight.evaluate(TEST)
+
+    kill_in_third_epoch(make_trainer(tmp_path / "resumed"), monkeypatch)
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["epoch"] == 2
 
     torch.manual_seed(123)  # a new process: other global state, other initial weights
@@ -200,18 +205,8 @@ def test_a_killed_dpsgd_run_resumes_to_the_same_result(tmp_path, monkeypatch):
     straight = make_trainer(tmp_path / "straight", method="dpsgd", strategy=strategy())
     result = straight.fit()
 
-    killed = make_trainer(tmp_path / "resumed", method="dpsgd", strategy=strategy())
-    real_epoch = Trainer._train_epoch
-
-    def crash_in_third_epoch(self, epoch):
-        if epoch == 3:
-            raise KeyboardInterrupt
-        return real_epoch(self, epoch)
-
-    monkeypatch.setattr(Trainer, "_train_epoch", crash_in_third_epoch)
-    with pytest.raises(KeyboardInterrupt):
-        killed.fit()
-    monkeypatch.setattr(Trainer, "_train_epoch", real_epoch)
+    kill_in_third_epoch(make_trainer(tmp_path / "resumed", method="dpsgd", strategy=strategy()),
+                        monkeypatch)
 
     resumed_strategy = strategy()
     resumed = make_trainer(tmp_path / "resumed", method="dpsgd", strategy=resumed_strategy)

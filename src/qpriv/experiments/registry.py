@@ -169,23 +169,15 @@ def _paper_methods(*names: str, eps: Sequence[float] = PAPER_EPS
 
 
 def _computed(name: str) -> Callable[..., list[dict]]:
-    def compute(**kwargs: Any) -> list[dict]:
+    """``qpriv.experiments.computed.<name>``, imported on first call (computed rows and
+    derived columns alike)."""
+    def call(*args: Any, **kwargs: Any) -> list[dict]:
         from qpriv.experiments import computed
 
-        return getattr(computed, name)(**kwargs)
+        return getattr(computed, name)(*args, **kwargs)
 
-    compute.__name__ = name
-    return compute
-
-
-def _derived(name: str) -> Callable[[list[dict]], list[dict]]:
-    def derive(rows: list[dict]) -> list[dict]:
-        from qpriv.experiments import computed
-
-        return getattr(computed, name)(rows)
-
-    derive.__name__ = name
-    return derive
+    call.__name__ = name
+    return call
 
 
 register(Experiment("table1", "Training-time privacy composition (T = 20, delta' = 1e-6)",
@@ -195,7 +187,7 @@ register(Experiment("table2", "Trace distance vs. perturbation size on ETTh1 (C 
 register(Experiment("table3", "DP-SGD vs. LDPT on ETTh1, H = 24", paper="table3",
                     cells=grid(_paper_methods("ldpt", "dpsgd")),
                     metrics=("mse", "mae", "eps_train", "delta_mse_pct"),
-                    derive=_derived("add_delta_vs_classical"), full_hours=12.0))
+                    derive=_computed("add_delta_vs_classical"), full_hours=12.0))
 register(Experiment("table4", "Training convergence on ETTh1, H = 24", paper="table4",
                     cells=grid(_paper_methods("ldpt", "dpsgd")),
                     metrics=("train_loss", "val_loss", "best_epoch", "mse"), full_hours=12.0))
@@ -209,13 +201,13 @@ register(Experiment("table6", "DP-Input vs. DP-SGD vs. LDPT on ETTh1, H = 24", p
                                 ("dp-input", (0.1, 1.0, 5.0))]),
                     metrics=("mse", "mae", "eps_train", "sigma", "noise_multiplier",
                              "delta_mse_pct"),
-                    derive=_derived("add_delta_vs_classical"), full_hours=12.0))
+                    derive=_computed("add_delta_vs_classical"), full_hours=12.0))
 register(Experiment("table7", "Calibration chain (Algorithm 1) and fidelity", paper="table7",
                     compute=_computed("calibration_table")))
 register(Experiment("table8", "DP-SGD noise multipliers (Opacus RDP) and their effect",
                     paper="table8", cells=grid(_paper_methods("dpsgd")),
                     metrics=("noise_multiplier", "eps_spent", "val_loss", "best_epoch", "mse"),
-                    derive=_derived("add_accountant_check"),
+                    derive=_computed("add_accountant_check"),
                     full_hours=5.0))
 register(Experiment("table9", "Membership inference on ETTh1, H = 24", paper="table9",
                     cells=grid([CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1,)),
@@ -226,7 +218,7 @@ register(Experiment("table10", "Ablations on ETTh1, H = 24, eps = 0.1 (and 5.0 f
                     cells=grid([(m, (0.1, 5.0)) for m in (
                         "ldpt", "ldpt-no-injection", "ldpt-no-channel", "ldpt-shots256",
                         "ldpt-shots4096", "ldpt-k1", "ldpt-k3", "ldpt-layernorm")]),
-                    metrics=("mse",), derive=_derived("add_eps_separation"), full_hours=55.0))
+                    metrics=("mse",), derive=_computed("add_eps_separation"), full_hours=55.0))
 MULTI_SEED = [CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1, 0.5))]
 register(Experiment("table11", "Multi-seed results on ETTh1 (seeds 2024-2026)",
                     paper="table11", seeds=PAPER_SEEDS,
@@ -253,7 +245,7 @@ register(Experiment("table16", "Computational cost, H = 24 (seconds per epoch, r
                     cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
                                 ("dp-input", (0.1,))]),
                     metrics=("seconds_per_epoch", "params", "ratio"),
-                    derive=_derived("add_cost_ratio"), full_hours=5.0))
+                    derive=_computed("add_cost_ratio"), full_hours=5.0))
 register(Experiment("tableA1", "Multi-horizon MSE on ETTh2 (LDPT and DP-SGD vs. classical)",
                     paper="tableA1",
                     cells=grid([CLASSICAL, ("ldpt", (0.1, 1.0, 5.0)), ("dpsgd", (0.1, 5.0))],
@@ -264,7 +256,7 @@ register(Experiment("tableA2", "LDPT, DP-SGD and DP-Input on ETTh2, H = 24, eps 
                     cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
                                 ("dp-input", (0.1,))], datasets=("ETTh2",)),
                     metrics=("mse", "mae", "delta_mse_pct"),
-                    derive=_derived("add_delta_vs_classical"), full_hours=6.0))
+                    derive=_computed("add_delta_vs_classical"), full_hours=6.0))
 register(Experiment("tableA3", "Bottleneck with Gaussian-mechanism noise on ETTh2",
                     paper="tableA3",
                     cells=grid(_paper_methods("bottleneck-dp", "ldpt"), datasets=("ETTh2",),

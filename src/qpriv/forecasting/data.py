@@ -61,6 +61,7 @@ __all__ = [
     "WindowDataset",
     "ZScoreScaler",
     "cache_dir",
+    "cache_root",
     "dataset_spec",
     "load_forecasting_data",
     "load_frame",
@@ -140,13 +141,17 @@ def dataset_spec(name: str) -> DatasetSpec:
     return spec
 
 
-def cache_dir() -> Path:
-    """The user cache for downloaded datasets: ``$XDG_CACHE_HOME/qpriv/data`` or
-    ``~/.cache/qpriv/data`` (an unset, empty or relative ``XDG_CACHE_HOME`` is ignored, as the
-    XDG base-directory specification asks)."""
+def cache_root() -> Path:
+    """qpriv's user cache: ``$XDG_CACHE_HOME/qpriv`` or ``~/.cache/qpriv`` (an unset, empty or
+    relative ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory specification asks)."""
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "qpriv" / "data"
+    return base / "qpriv"
+
+
+def cache_dir() -> Path:
+    """The user cache for downloaded datasets: :func:`cache_root` ``/ "data"``."""
+    return cache_root() / "data"
 
 
 def locate_dataset(

@@ -18,11 +18,11 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import cache_root
 from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, replace_config
 from qpriv.training.checkpoints import atomic_write_json
 
@@ -35,9 +35,7 @@ FORMAT = 1
 
 def accounting_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/qpriv/accounting`` or ``~/.cache/qpriv/accounting``."""
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "qpriv" / "accounting"
+    return cache_root() / "accounting"
 
 
 def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:

@@ -162,6 +162,11 @@ def run_forecast(
         )
         setup = replace(setup, config=replace(setup.config, n_channels=data.n_channels))
         strategy = _strategy(setup, n_train=len(data.train), train_config=train_config)
+        # before training: a failure here costs nothing, and the answer is cached
+        rigorous_part = (
+            {"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta)}
+            if rigorous and setup.config.use_quantum and setup.config.p > 0
+            and setup.privacy in (LOCAL_QDP, RIGOROUS_PRIVACY) else {})
         request = {
             "dataset": data.dataset, "source": str(data.source), "channels": list(data.channels),
             "seq_len": seq_len, "horizon": horizon, "method": method,
@@ -201,9 +206,7 @@ def run_forecast(
         **_feature_counts(model),
         **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
                    strategy=trainer.strategy.report(), eps=eps, delta=delta),
-        **({"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta)}
-           if rigorous and setup.config.use_quantum and setup.config.p > 0
-           and setup.privacy in (LOCAL_QDP, RIGOROUS_PRIVACY) else {}),
+        **rigorous_part,
         "model": setup.config.as_dict(),
         "train": train_config.as_dict(),
         "strategy": trainer.strategy.report(),

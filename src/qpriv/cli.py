@@ -125,7 +125,7 @@ def _cmd_audit_run(args: argparse.Namespace) -> int:
 
     audits = run_audits(args.run_dir, ladder=args.ladder, windows=args.windows,
                         pairs=args.pairs, seed=args.seed, data_dir=args.data_dir,
-                        compare=args.compare or ())
+                        compare=args.compare or (), discover=not args.no_discover)
     failed = [a.number for a in audits if a.passed is False]
     if args.json:
         _emit_json({"run": args.run_dir, "audits": [a.as_dict() for a in audits],
@@ -571,7 +571,11 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--data-dir", help="file or directory holding the run's data")
     ar.add_argument("--compare", nargs="+", metavar="RUN_DIR",
                     help="runs of the same method, data and horizon at other eps: audit 5 "
-                         "compares them (Table 3) instead of recalibrating one model")
+                         "compares them (Table 3); default: the finished runs beside RUN_DIR "
+                         "that differ from it only in eps")
+    ar.add_argument("--no-discover", action="store_true",
+                    help="do not look beside RUN_DIR for runs at other eps (audit 5 is then "
+                         "not applicable without --compare)")
     ar.add_argument("--json", action="store_true")
     ar.set_defaults(handler=_cmd_audit_run)
     sc = audit_sub.add_parser(

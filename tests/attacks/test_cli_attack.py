@@ -34,15 +34,18 @@ def test_attack_mia_table(capsys, ldpt_run_dir):
 
 
 def test_audit_run_json_and_table(capsys, ldpt_run_dir):
-    argv = ["audit", "run", str(ldpt_run_dir), "--windows", "16", "--pairs", "100"]
+    argv = ["audit", "run", str(ldpt_run_dir), "--windows", "16", "--pairs", "100",
+            "--no-discover"]
     assert main([*argv, "--json"]) == 0
     payload = _last_json(capsys)
     assert [a["number"] for a in payload["audits"]] == [1, 2, 3, 4, 5, 6]
-    assert all(a["status"] == "pass" and a["passed"] is True for a in payload["audits"])
+    assert [a["passed"] for a in payload["audits"]] == [True] * 4 + [None, True]
+    assert payload["audits"][4]["status"] == "not applicable"
     assert payload["failed"] == [] and payload["accounting"] == "paper"
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.count("PASS") == 6 and "fidelity tracks eps (Table 7)" in out
+    assert out.count("PASS") == 5 and "fidelity tracks eps (Table 7)" in out
+    assert "not applicable" in out
     assert "(paper 0.617)" in out
 
 

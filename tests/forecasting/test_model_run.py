@@ -66,6 +66,13 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
     again = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
     assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+    # the same checksum-verified file found by another path is the same data
+    config = json.loads((out / "config.json").read_text())
+    config["source"] = "elsewhere/ETTh1.csv"
+    (out / "config.json").write_text(json.dumps(config))
+    moved = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, resume=True,
+                         **SMALL)
+    assert moved["mse"] == result["mse"]
 
 
 @needs_ett

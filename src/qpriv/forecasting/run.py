@@ -27,7 +27,7 @@ import torch
 
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.data import DATASETS, load_forecasting_data
 from qpriv.forecasting.methods import (
     GLOBAL_DP,
     LOCAL_DP,
@@ -331,11 +331,18 @@ def _check_out_dir(out: Path | None, *, resume: bool) -> None:
 
 
 def _write_config(path: Path, request: dict, *, resume: bool) -> None:
-    """Write config.json; on resume, require that the settings match the saved ones."""
+    """Write config.json; on resume, require that the settings match the saved ones.
+
+    The file of a named dataset may be found elsewhere on resume (another ``QPRIV_DATA_DIR``,
+    the user cache): it is verified against its published sha256, so the bytes are the same and
+    only a user CSV's path counts as a setting.
+    """
     if resume and path.is_file():
         saved = json.loads(path.read_text())
         current = json.loads(json.dumps(request))
-        changed = sorted(k for k in set(saved) | set(current) if saved.get(k) != current.get(k))
+        same_bytes = {"source"} if current.get("dataset") in DATASETS else set()
+        changed = sorted(k for k in set(saved) | set(current)
+                         if saved.get(k) != current.get(k) and k not in same_bytes)
         if changed:
             raise InvalidInputError(
                 f"cannot resume the run in {path.parent}: its settings differ in {changed}; "

@@ -5,8 +5,14 @@ A task is named by a string:
 * ``synthetic``: the paper's tabular task (section 4.1), N = 2048, K = 4 classes, 16 features,
   a fraction of labels flipped so it is not separable. Recipe (fixed, seeded): scikit-learn's
   ``make_classification(n_samples=2048, n_features=16, n_informative=8, n_redundant=4,
-  n_repeated=0, n_classes=4, n_clusters_per_class=1, class_sep=1.0, flip_y=0.05,
-  random_state=2024)``. ``flip_y`` re-draws that fraction of labels uniformly at random.
+  n_repeated=0, n_classes=4, n_clusters_per_class=1, class_sep=2.0, flip_y=0.1,
+  random_state=2024)``. ``flip_y`` re-draws that fraction of labels uniformly at random, so
+  no model exceeds about 1 - 0.1 x 3/4 = 0.925. The paper's premise is that every model
+  reaches about the same accuracy unclipped (section 4.1: "similar accuracy at ... C = 10");
+  with class_sep = 1.0 and flip_y = 0.05 the amplitude-encoded quantum classifier stopped at
+  0.71 against the MLP's 0.92 (plain SGD, 30 epochs, C = 10, seed 2024), the gap coming from
+  the encoding (it drops each example's norm and sign) rather than from clipping. With this
+  recipe: 0.86 against 0.91, and the label noise, not the model, sets the ceiling.
 * ``digits``: the embedded image default. The paper's Honda Scenes set is not
   redistributable; scikit-learn's handwritten digits (8x8 grey images, values 0..16) restricted
   to the classes 0, 1, 2, 3 (4 classes, 720 images), scaled to [0, 1] by the fixed factor 1/16.
@@ -22,6 +28,8 @@ std, ...) is computed, so nothing about one record reaches the model except thro
 
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +42,17 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 
 SYNTHETIC_RECIPE = {
     "n_samples": 2048, "n_features": 16, "n_informative": 8, "n_redundant": 4,
-    "n_repeated": 0, "n_classes": 4, "n_clusters_per_class": 1, "class_sep": 1.0,
-    "flip_y": 0.05, "random_state": 2024,
+    "n_repeated": 0, "n_classes": 4, "n_clusters_per_class": 1, "class_sep": 2.0,
+    "flip_y": 0.1, "random_state": 2024,
 }
 """The keyword arguments of ``sklearn.datasets.make_classification`` for ``synthetic``."""
+
+
+def synthetic_recipe_digest() -> str:
+    """Eight hex digits naming :data:`SYNTHETIC_RECIPE`: results stored under a name that
+    carries it are never mistaken for results on another version of the task."""
+    text = json.dumps(SYNTHETIC_RECIPE, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 DIGITS_CLASSES = (0, 1, 2, 3)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")

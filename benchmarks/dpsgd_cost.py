@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds
+from _timing import best_seconds, run_benchmark
 
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import load_forecasting_data
@@ -63,4 +63,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main)

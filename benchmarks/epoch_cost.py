@@ -17,6 +17,7 @@ import argparse
 import time
 
 import torch
+from _timing import run_benchmark
 from torch.utils.flop_counter import (
     FlopCounterMode,
     register_flop_formula,
@@ -124,4 +125,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main)

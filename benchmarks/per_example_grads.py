@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds
+from _timing import best_seconds, run_benchmark
 
 from qpriv.classification.dpsgd import per_example_gradients
 from qpriv.classification.models import QuantumClassifier
@@ -89,4 +89,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds
+from _timing import best_seconds, run_benchmark
 
 from qpriv.quantum import quantum_features, quantum_features_reference
 
@@ -87,4 +87,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_benchmark(main)

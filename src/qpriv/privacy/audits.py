@@ -429,15 +429,18 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
             result = json.loads((path / RESULT_FILE).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue  # not a readable run: nothing to compare with
-        eps = result.get("eps_per_pass")
-        if (not isinstance(eps, dict) or result.get("privacy") != LOCAL_QDP
-                or float(eps["value"]) == run.eps_per_pass or float(eps["value"]) in found
+        entry = result.get("eps_per_pass")
+        eps = entry.get("value") if isinstance(entry, dict) else None
+        if (not isinstance(eps, (int, float)) or result.get("privacy") != LOCAL_QDP
+                or float(eps) == run.eps_per_pass or float(eps) in found
                 or any(request.get(k) != run.request.get(k) for k in _SIBLING_SETTINGS)):
             continue
         try:
-            found[float(eps["value"])] = load_run(path, data_dir=run.data_dir)
+            other = load_run(path, data_dir=run.data_dir)
         except InvalidInputError:
             continue  # damaged or half-written: not a run to compare with
+        if other.claims_local_qdp:
+            found[float(eps)] = other
     return [found[eps] for eps in sorted(found)]
 
 

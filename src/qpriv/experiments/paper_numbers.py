@@ -482,20 +482,35 @@ TABLE14 = PaperTable(
            "The DP-SGD eps = 0.1 row at H = 48 / 96 (0.710 / 0.730) is printed nowhere else."),
 )
 
+#: The sigma columns Tables 15 and A3 print beside eps 0.1, 0.5, 1, 5: the Gaussian
+#: mechanism's sqrt(2 ln(1.25 / delta)) / eps and LDPT's injection scale p / sqrt(128).
+_GAUSSIAN_SIGMAS = ((0.1, 52.99), (0.5, 10.60), (1.0, 5.30), (5.0, 1.06))
+_INJECTION_SIGMAS = ((0.1, 0.084), (0.5, 0.068), (1.0, 0.050), (5.0, 0.003))
+
+
+def _gaussian_vs_ldpt(*, classical: tuple, bottleneck_dp: tuple[tuple, ...],
+                      ldpt: tuple[tuple, ...]) -> tuple[tuple[dict, tuple], ...]:
+    """The lines of Tables 15 and A3 (same methods, eps and sigmas; the MSE cells differ):
+    Classical, Bottleneck-DP and LDPT at each eps of :data:`_GAUSSIAN_SIGMAS`."""
+    return (
+        (_m("classical", None, sigma=0.0, privacy="none"), classical),
+        *((_m("bottleneck-dp", eps, sigma=sigma, privacy=_DP), cells)
+          for (eps, sigma), cells in zip(_GAUSSIAN_SIGMAS, bottleneck_dp, strict=True)),
+        *((_m("ldpt", eps, sigma=sigma, privacy=_QDP), cells)
+          for (eps, sigma), cells in zip(_INJECTION_SIGMAS, ldpt, strict=True)),
+    )
+
+
 TABLE15 = PaperTable(
     id="table15", section="8.4",
     title="Classical Bottleneck with formal (eps, delta)-DP (Gaussian mechanism) on ETTh1",
     keys=_KEYS, values=("sigma", "mse"), labels=("privacy", "flags"),
-    rows=_grid((
-        (_m("classical", None, sigma=0.0, privacy="none"), (0.338, 0.374, 0.409)),
-        (_m("bottleneck-dp", 0.1, sigma=52.99, privacy=_DP), (18000.0, 934.0, 255.0)),
-        (_m("bottleneck-dp", 0.5, sigma=10.60, privacy=_DP), (0.789, 0.751, 0.744)),
-        (_m("bottleneck-dp", 1.0, sigma=5.30, privacy=_DP), (0.722, 0.710, 0.723)),
-        (_m("bottleneck-dp", 5.0, sigma=1.06, privacy=_DP), (0.924, 0.843, 0.928)),
-        (_m("ldpt", 0.1, sigma=0.084, privacy=_QDP), (0.358, 0.369, 0.414)),
-        (_m("ldpt", 0.5, sigma=0.068, privacy=_QDP), (0.353, 0.365, 0.412)),
-        (_m("ldpt", 1.0, sigma=0.050, privacy=_QDP), (0.348, 0.362, 0.410)),
-        (_m("ldpt", 5.0, sigma=0.003, privacy=_QDP), (0.342, 0.359, 0.406)),
+    rows=_grid(_gaussian_vs_ldpt(
+        classical=(0.338, 0.374, 0.409),
+        bottleneck_dp=((18000.0, 934.0, 255.0), (0.789, 0.751, 0.744), (0.722, 0.710, 0.723),
+                       (0.924, 0.843, 0.928)),
+        ldpt=((0.358, 0.369, 0.414), (0.353, 0.365, 0.412), (0.348, 0.362, 0.410),
+              (0.342, 0.359, 0.406)),
     ), fixed={"dataset": "ETTh1"}, at=_THREE,
         flags={("ETTh1", "bottleneck-dp", 0.1, 24): _diverged("≈18 K")}),
     notes=("Gaussian mechanism sigma = sqrt(2 ln(1.25/delta)) / eps with Delta f = 1, "
@@ -565,16 +580,12 @@ TABLEA3 = PaperTable(
     id="tableA3", section="8.4",
     title="Classical Bottleneck with formal (eps, delta)-DP (Gaussian mechanism) on ETTh2",
     keys=_KEYS, values=("sigma", "mse"), labels=("privacy", "flags"),
-    rows=_grid((
-        (_m("classical", None, sigma=0.0, privacy="none"), (0.175, 0.230, 0.301)),
-        (_m("bottleneck-dp", 0.1, sigma=52.99, privacy=_DP), (45000.0, 5000.0, 728.0)),
-        (_m("bottleneck-dp", 0.5, sigma=10.60, privacy=_DP), (0.459, 0.431, 0.420)),
-        (_m("bottleneck-dp", 1.0, sigma=5.30, privacy=_DP), (0.372, 0.373, 0.398)),
-        (_m("bottleneck-dp", 5.0, sigma=1.06, privacy=_DP), (0.464, 0.439, 0.453)),
-        (_m("ldpt", 0.1, sigma=0.084, privacy=_QDP), (0.181, 0.234, 0.321)),
-        (_m("ldpt", 0.5, sigma=0.068, privacy=_QDP), (0.178, 0.232, 0.318)),
-        (_m("ldpt", 1.0, sigma=0.050, privacy=_QDP), (0.177, 0.232, 0.317)),
-        (_m("ldpt", 5.0, sigma=0.003, privacy=_QDP), (0.175, 0.230, 0.316)),
+    rows=_grid(_gaussian_vs_ldpt(
+        classical=(0.175, 0.230, 0.301),
+        bottleneck_dp=((45000.0, 5000.0, 728.0), (0.459, 0.431, 0.420), (0.372, 0.373, 0.398),
+                       (0.464, 0.439, 0.453)),
+        ldpt=((0.181, 0.234, 0.321), (0.178, 0.232, 0.318), (0.177, 0.232, 0.317),
+              (0.175, 0.230, 0.316)),
     ), fixed={"dataset": "ETTh2"}, at=_THREE,
         flags={("ETTh2", "bottleneck-dp", 0.1, 24): _diverged("≈45 K"),
                ("ETTh2", "bottleneck-dp", 0.1, 48): _diverged("≈5 K")}),

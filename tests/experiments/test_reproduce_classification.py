@@ -12,9 +12,9 @@ import pytest
 from qpriv.classification import run as classifier_run
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import classification
-from qpriv.experiments.classification import PROTOCOLS, Run, grid_size, mean_std
+from qpriv.experiments.classification import PROTOCOLS, Run, grid_size
 from qpriv.experiments.registry import EXPERIMENTS, TINY, Budget
-from qpriv.experiments.runner import run_experiment
+from qpriv.experiments.runner import mean_std, run_experiment
 
 QML_IDS = [f"qml-figure{i}" for i in (2, 3, 4, 5, 6, 7, 8, 10)]
 PLOTTED = {  # the columns each figure draws, which every row must carry

@@ -84,8 +84,6 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 from __future__ import annotations
 
 import json
-import math
-import statistics
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -94,6 +92,7 @@ from typing import Any
 
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.registry import QML_SEEDS, Budget
+from qpriv.experiments.runner import mean_std
 from qpriv.training.checkpoints import atomic_write_json
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
@@ -248,16 +247,6 @@ def seeds_for(seeds: Sequence[int], plan: Protocol) -> tuple[int, ...]:
 
 
 # -- aggregation --------------------------------------------------------------------------------
-
-
-def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation of the finite numbers (None where undefined)."""
-    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(
-        v, bool) and math.isfinite(v)]
-    if not numbers:
-        return None, None
-    std = statistics.stdev(numbers) if len(numbers) > 1 else None
-    return statistics.fmean(numbers), std
 
 
 def _add(row: dict, name: str, values: Iterable[Any]) -> None:

@@ -18,7 +18,7 @@ import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +202,16 @@ def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[
             "test_mse": attack["nonmember_loss_mean"], **tpr}
 
 
+def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation of the finite numbers (None where undefined)."""
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(
+        v, bool) and math.isfinite(v)]
+    if not numbers:
+        return None, None
+    std = statistics.stdev(numbers) if len(numbers) > 1 else None
+    return statistics.fmean(numbers), std
+
+
 def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> list[dict]:
     """One row per (dataset, horizon, method, eps, overrides): the mean over seeds, and the
     std where there is more than one seed."""
@@ -217,14 +227,12 @@ def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> 
             row["overrides"] = dict(first.overrides)
         row["seeds"] = len(members)
         for metric in metrics:
-            numbers = [v[metric] for _, v in members
-                       if isinstance(v.get(metric), (int, float)) and v[metric] is not None
-                       and math.isfinite(v[metric])]
-            if not numbers:
+            mean, std = mean_std(v.get(metric) for _, v in members)
+            if mean is None:
                 continue
-            row[metric] = statistics.fmean(numbers)
+            row[metric] = mean
             if len(members) > 1:
-                row[f"{metric}_std"] = statistics.stdev(numbers) if len(numbers) > 1 else None
+                row[f"{metric}_std"] = std
         rows.append(row)
     return rows
 

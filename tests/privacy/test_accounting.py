@@ -21,7 +21,9 @@ from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting as acc
 from qpriv.privacy.audit import neighbouring_pure_pairs, worst_case_dmax
 from qpriv.privacy.theorems import channel_epsilon
-from qpriv.quantum.features import outcome_probabilities
+from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator, depolarizing_rate
+from qpriv.quantum.povm import sic_povm
+from qpriv.quantum.states import density_matrix
 
 PAPER_P = 0.9505  # Algorithm 1 at eps_s = 0.1, d = 0.1, D = 16 (Table 7)
 
@@ -31,13 +33,16 @@ def _random_pairs(*, dim: int, d: float, n: int, seed: int) -> list[acc.Neighbou
     return [acc.NeighbourPair(a, b, "random") for a, b in zip(psi, phi, strict=True)]
 
 
-def test_single_shot_distribution_is_the_feature_paths_closed_form():
+def test_single_shot_distribution_is_the_lindblad_channel_then_the_sic_povm():
+    # closed form vs tr(M_k e^{L t}(|psi><psi|)): the QuTiP Liouvillian's propagator
     rng = np.random.default_rng(0)
     psi = rng.standard_normal((3, 16)) + 1j * rng.standard_normal((3, 16))
     psi /= np.linalg.norm(psi, axis=1, keepdims=True)
     ours = acc.single_shot_distribution(psi, p=0.7)
-    theirs = outcome_probabilities(torch.from_numpy(psi), p=0.7).numpy()
-    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-15)
+    rho = apply_superoperator(depolarizing_propagator(4, gamma=depolarizing_rate(0.7)),
+                              density_matrix(torch.from_numpy(psi)))
+    theirs = torch.einsum("kij,bji->bk", sic_povm(16), rho).real.numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
     np.testing.assert_allclose(ours.sum(axis=1), 1.0, atol=1e-12)
     assert ours.min() >= 0.7 / 256
 

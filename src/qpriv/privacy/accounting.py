@@ -65,6 +65,7 @@ from qpriv.privacy.calibration import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
+from qpriv.quantum.features import outcome_probabilities
 from qpriv.quantum.povm import sic_vectors
 
 DEFAULT_DELTA = 1e-5
@@ -168,17 +169,16 @@ def single_shot_distribution(psi: np.ndarray, *, p: float) -> np.ndarray:
     """Outcome distribution of one SIC-POVM shot on E_p(|psi><psi|), float64 of shape (..., D^2).
 
     ``P_k = (1 - p) |<phi_k|psi>|^2 / D + p / D^2`` (LDPT eq. 3 with Theorem 1's depolarizing
-    channel, section 5.3's SIC-POVM); the same closed form as
-    :func:`qpriv.quantum.features.outcome_probabilities`, in numpy.
+    channel, section 5.3's SIC-POVM): the feature path's own
+    :func:`qpriv.quantum.features.outcome_probabilities`, for numpy states held to unit norm
+    within 1e-9.
     """
     psi = np.asarray(psi, dtype=np.complex128)
-    dim = psi.shape[-1]
+    check_dim(psi.shape[-1])
     norms = np.linalg.norm(psi, axis=-1)
     if psi.size and np.max(np.abs(norms - 1.0)) > 1e-9:
         raise InvalidInputError("psi must be a unit vector (amplitude-encode the window first)")
-    phi = _sic_matrix(check_dim(dim))
-    overlap = np.abs(psi @ phi.conj().T) ** 2
-    return (1.0 - p) * overlap / dim + p / dim**2
+    return outcome_probabilities(torch.from_numpy(psi), p=p).numpy()
 
 
 @dataclass(frozen=True, eq=False)

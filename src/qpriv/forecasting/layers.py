@@ -170,10 +170,10 @@ class QCAttention(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """``x (B, C, T, in_dim)`` -> ``(B, C, T, d_model)``."""
         B, C = x.shape[:2]
-        q, k, v = self.qkv(x).chunk(3, dim=-1)  # (B, C, T, d) each
-        # (B, C, T, d) -> (B*C, heads, T, head_dim): a view, parameter-free
-        q, k, v = (t.unflatten(-1, (self.n_heads, -1)).transpose(-3, -2).flatten(0, 1)
-                   for t in (q, k, v))
+        # (B, C, T, 3d) -> three (B*C, heads, T, head_dim), the same split as chunk(3): unbind,
+        # whose backward is one stack, where chunk's writes each slice into a zero-filled copy
+        q, k, v = (self.qkv(x).unflatten(-1, (3, self.n_heads, -1)).permute(3, 0, 1, 4, 2, 5)
+                   .flatten(1, 2).unbind(0))
         dropout = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)  # (B*C, heads, T, hd)
         y = y.unflatten(0, (B, C)).transpose(-3, -2).flatten(-2)  # (B, C, T, d)

@@ -132,8 +132,11 @@ def clip_and_noise(
         total = {name: torch.zeros(shape) for name, shape in shapes.items()}
         clipped = 0.0
     else:
-        squares = sum(g.reshape(g.shape[0], -1).pow(2).sum(dim=1) for g in grads.values())
-        factors = clip_factors(squares.sqrt(), clip)
+        # per-parameter row norms, then the norm of those: no squared (B, P) temporary
+        norms = torch.linalg.vector_norm(torch.stack(
+            [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads.values()],
+            dim=1), dim=1)
+        factors = clip_factors(norms, clip)
         total = {name: torch.tensordot(factors, g, dims=1) for name, g in grads.items()}
         clipped = float((factors < 1).float().mean())
     if noise_multiplier > 0:

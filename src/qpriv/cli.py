@@ -379,6 +379,8 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
 
 # --- qpriv train-classifier ---------------------------------------------------------------
 
+DEFAULT_CLASSIFIER_LR = 0.01
+
 def _clip_value(text: str) -> float | str | None:
     if text in ("structural", "none"):
         return None if text == "none" else text
@@ -392,28 +394,46 @@ def _clip_value(text: str) -> float | str | None:
 
 def _cmd_train_classifier(args: argparse.Namespace) -> int:
     from qpriv.classification.run import train_classifier
+    from qpriv.classification.tuning import tune_learning_rate
 
-    result = train_classifier(
+    settings = dict(
         task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
-        seed=args.seed, lr=args.lr, eps=args.eps, delta=args.delta, optimizer=args.optimizer,
+        seed=args.seed, eps=args.eps, delta=args.delta, optimizer=args.optimizer,
         preclip_noise=args.preclip_noise, tau=args.tau, n_layers=args.layers,
-        depolarizing=args.depolarizing, shots=args.shots,
-        unclipped_reference=args.unclipped_reference, out_dir=args.out, threads=args.threads,
-        progress=not (args.quiet or args.json),
+        depolarizing=args.depolarizing, shots=args.shots, threads=args.threads,
     )
+    quiet = args.quiet or args.json
+    tuning = None
+    if args.lr_grid:
+        if args.lr is not None:
+            raise InvalidInputError("give --lr or --lr-grid, not both: the grid chooses the rate")
+        tuning = tune_learning_rate(grid=args.lr_grid, **settings)
+        if not quiet:
+            trials = ", ".join(f"{t['lr']:g}: {t['validation_accuracy']:.3f}"
+                               for t in tuning["trials"])
+            print(f"learning rate {tuning['lr']:g} chosen on the validation split ({trials})",
+                  file=sys.stderr)
+    lr = tuning["lr"] if tuning else (args.lr if args.lr is not None else DEFAULT_CLASSIFIER_LR)
+    result = train_classifier(**settings, lr=lr, unclipped_reference=args.unclipped_reference,
+                              out_dir=args.out, progress=not quiet)
+    if tuning:
+        result["lr_tuning"] = tuning
     if args.json:
         _emit_json(result)
         return 0
     diag = result["final_diagnostics"]
     print(f"{result['model']} on {result['task']['task']}: test accuracy "
-          f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters)")
+          f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters, lr {lr:g})")
+    if tuning:
+        print(f"  lr tuning: {tuning['privacy']}")
     print(f"  privacy: {result['privacy']}")
     if isinstance(result.get("eps"), dict):
         eps = result["eps"]
         print(f"  eps {eps['value']:.4g} at delta {eps['delta']:g} ({eps['kind']}, "
               f"accounting={eps['accounting']}, {eps['accountant']}); noise multiplier "
               f"{result['noise_multiplier']['value']:.4g}")
-    for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_norm", "max_norm"):
+    for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_example_norm",
+                "max_example_norm"):
         if key in diag:
             print(f"  {key.replace('_', ' ')}: {diag[key]:.4g}")
     return 0
@@ -667,7 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--delta", type=float, default=1e-5)
     tc.add_argument("--epochs", type=_positive_int, default=20)
     tc.add_argument("--seed", type=int, default=2024)
-    tc.add_argument("--lr", type=float, default=0.01)
+    tc.add_argument("--lr", type=float,
+                    help=f"learning rate (default {DEFAULT_CLASSIFIER_LR:g})")
+    tc.add_argument("--lr-grid", type=float, nargs="+", metavar="LR",
+                    help="tune the rate: one run per LR on a validation split held out of the "
+                         "training set, then train with the best (the choice is not accounted)")
     tc.add_argument("--optimizer", default="adam", help="adam or sgd")
     tc.add_argument("--preclip-noise", type=float, default=0.0)
     tc.add_argument("--tau", type=float, default=0.5, help="logit temperature (quantum)")

@@ -47,8 +47,9 @@ def test_the_figures_are_registered_with_the_papers_ten_seeds():
         exp = EXPERIMENTS[experiment_id]
         assert exp.seeds == tuple(range(2024, 2034)) and exp.paper == "" and exp.figure
     full = Budget("full")
-    assert grid_size("qml-figure2", budget=full) == 3 * 5 * 3 * 10
-    assert grid_size("qml-figure7", budget=full) == 3 * 5 * 3 * 10
+    # 10 seeds and 4 tuning trials per configuration
+    assert grid_size("qml-figure2", budget=full) == 3 * 5 * 3 * (10 + 4)
+    assert grid_size("qml-figure7", budget=full) == 3 * 5 * 3 * (10 + 4)
     assert PROTOCOLS["full"].epochs == PROTOCOLS["full"].image_epochs == 100
 
 
@@ -69,7 +70,8 @@ def test_every_figure_runs_and_writes_its_outputs(reports, experiment_id):
 def test_every_run_is_on_disk_once_and_a_second_run_trains_nothing(reports, monkeypatch):
     out, made = reports
     stored = list((out / "cells" / "tiny" / "qml").glob("*.json"))
-    # Figures 3-6 share four runs, two of them Figure 2's; Figure 8's are Figure 7's
+    # Figures 3-6 share four runs, two of them Figure 2's (with their tuning trials), the other
+    # two their unclipped twins at the tuned rate; Figure 8's are Figure 7's
     assert len(stored) == (grid_size("qml-figure2", budget=TINY, seeds=[2024])
                            + grid_size("qml-figure7", budget=TINY, seeds=[2024])
                            + 2 + grid_size("qml-figure10", budget=TINY, seeds=[2024]))
@@ -101,10 +103,13 @@ def test_distance_from_unclipped_loss_matches_the_unclipped_twin(reports):
     unclipped_reference twin (same initialisation, same batches) must give the same numbers."""
     rows = reports[1]["qml-figure3"].rows
     plan = PROTOCOLS["tiny"]
+    clipped = [r for r in rows if r["variant"] == "clipped classical"]
+    # tiny tunes the rate: the twin takes the one the clipped configuration was given
+    assert {r["lr"] for r in rows if r["model"] == "mlp"} == {clipped[0]["lr"]}
     twin = classifier_run.train_classifier(
-        **Run(model="mlp", clip=1.5, batch=64, seed=2024, reference=True).arguments(plan),
-        diagnostics=False)
-    ours = [r["distance_from_unclipped_loss"] for r in rows if r["variant"] == "clipped classical"]
+        **Run(model="mlp", clip=1.5, batch=64, seed=2024, reference=True,
+              lr=clipped[0]["lr"]).arguments(plan), diagnostics=False)
+    ours = [r["distance_from_unclipped_loss"] for r in clipped]
     assert ours == pytest.approx([h["distance_from_unclipped_loss"] for h in twin["history"]],
                                  rel=1e-5, abs=1e-7)
     assert all(r["distance_from_unclipped_loss"] == 0.0 for r in rows
@@ -142,3 +147,23 @@ def test_mean_std_and_bad_budgets():
         classification.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
     with pytest.raises(InvalidInputError, match="no seeds given"):
         classification.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)
+
+
+def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
+    """tiny tunes over two factors: a figure's rate is the best validation accuracy among its
+    configuration's trials, read back from the files they were stored in."""
+    out, made = reports
+    plan = PROTOCOLS["tiny"]
+    for row in made["qml-figure2"].rows:
+        base = classification.LEARNING_RATES[row["model"]]
+        accuracy = {}
+        for lr in (0.3 * base, base):
+            trial = Run(model=row["model"], clip=row["clip"], batch=row["batch"],
+                        seed=classification.TUNING_SEED, lr=lr, validation=True)
+            stored = json.loads((out / "cells" / "tiny" / "qml" / f"{trial.key(plan)}.json")
+                                .read_text())
+            assert stored["evaluated_on"] == "validation"
+            assert stored["task"]["n_test"] < 2048 * 0.2  # a share of the training split
+            accuracy[lr] = stored["accuracy"]
+        best = max(accuracy.values())
+        assert row["lr"] == min(lr for lr, a in accuracy.items() if a == best)

@@ -57,6 +57,8 @@ def synthetic_recipe_digest() -> str:
 DIGITS_CLASSES = (0, 1, 2, 3)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
 TEST_FRACTION = 0.2
+VALIDATION_FRACTION = 0.2
+"""The share of the training split held out when a learning rate is tuned."""
 DATA_SEED = 2024
 TASKS = ("synthetic", "digits", "folder:PATH")
 
@@ -82,6 +84,29 @@ class ClassificationData:
     def n_features(self) -> int:
         """Features per example (pixels for images)."""
         return int(np.prod(self.x_train.shape[1:]))
+
+    def validation_split(self, fraction: float = VALIDATION_FRACTION, *, seed: int = DATA_SEED
+                         ) -> ClassificationData:
+        """The task for tuning: ``fraction`` of the training set held out (stratified,
+        seeded) as the evaluation split, the rest to train on; the test set is not used.
+
+        Raises:
+            InvalidInputError: ``fraction`` outside (0, 1), or a class too small to split.
+        """
+        fraction = require_in_range("validation fraction", fraction, low=0.0, high=1.0,
+                                    high_inclusive=False,
+                                    hint="the share of the training set held out, e.g. 0.2")
+        x_tr, x_val, y_tr, y_val = _split(self.x_train.numpy(), self.y_train.numpy(),
+                                          seed=seed, fraction=fraction)
+        return ClassificationData(
+            name=self.name, kind=self.kind,
+            x_train=torch.as_tensor(x_tr), y_train=torch.as_tensor(y_tr),
+            x_test=torch.as_tensor(x_val), y_test=torch.as_tensor(y_val),
+            class_names=self.class_names,
+            description={**self.description, "evaluated_on": "validation",
+                         "validation": {"fraction": fraction, "seed": seed,
+                                        "of": "the training split, stratified"}},
+        )
 
     def summary(self) -> dict:
         """A JSON-able description: sizes, classes, recipe."""
@@ -111,7 +136,10 @@ def load_task(task: str, *, image_size: int = 8, seed: int = DATA_SEED) -> Class
     raise InvalidInputError(f"task = {task!r} is not one of {TASKS}")
 
 
-def _split(x: np.ndarray, y: np.ndarray, *, seed: int) -> tuple[np.ndarray, ...]:
+def _split(x: np.ndarray, y: np.ndarray, *, seed: int, fraction: float = TEST_FRACTION
+           ) -> tuple[np.ndarray, ...]:
+    """A stratified split holding out ``fraction`` of the examples (at least one per class):
+    ``x_kept, x_held, y_kept, y_held``."""
     from sklearn.model_selection import train_test_split
 
     counts = np.bincount(y)
@@ -120,8 +148,8 @@ def _split(x: np.ndarray, y: np.ndarray, *, seed: int) -> tuple[np.ndarray, ...]
             f"every class needs at least 2 examples for a stratified split; class "
             f"{int(counts.argmin())} has {int(counts.min())}"
         )
-    n_test = max(round(TEST_FRACTION * len(y)), len(counts))
-    return train_test_split(x, y, test_size=n_test, stratify=y, random_state=seed)
+    n_held = max(round(fraction * len(y)), len(counts))
+    return train_test_split(x, y, test_size=n_held, stratify=y, random_state=seed)
 
 
 def _to_data(name: str, kind: str, x: np.ndarray, y: np.ndarray, classes, *, seed: int,

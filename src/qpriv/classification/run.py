@@ -86,6 +86,7 @@ def train_classifier(
     loader_steps: int = 200,
     unclipped_reference: bool = False,
     diagnostics: bool = True,
+    validation: float | None = None,
     out_dir: str | Path | None = None,
     threads: int | None = None,
     progress: bool = False,
@@ -119,12 +120,17 @@ def train_classifier(
         unclipped_reference: also train the same initial model without clipping or noise on
             the same batches, and report each epoch's distance from its training loss.
         diagnostics: compute the per-epoch gradient diagnostics (SPEC section 6).
+        validation: hold out this share of the training split (stratified, fixed seed) and
+            evaluate on it instead of the test split: the run a learning rate is tuned by
+            (:mod:`qpriv.classification.tuning`). ``accuracy`` is then the validation
+            accuracy and ``evaluated_on`` says so.
         out_dir: write ``config.json`` and ``result.json`` there; None writes nothing.
         threads: torch CPU threads for the run (restored afterwards).
         progress: one line per epoch on stderr.
 
     Returns:
-        ``accuracy`` (test, final epoch), ``train_accuracy``, ``final_diagnostics``,
+        ``accuracy`` (test, or validation with ``validation``; final epoch), ``evaluated_on``,
+        ``train_accuracy``, ``final_diagnostics``,
         ``history`` (one record per epoch), ``parameters`` (trainable count), ``clip``,
         ``unclipped_reference`` (with ``unclipped_reference``),
         ``gradient_bound`` (quantum models), ``privacy``, ``eps`` and ``noise_multiplier``
@@ -139,7 +145,7 @@ def train_classifier(
         eps=eps, delta=delta, optimizer=optimizer, preclip_noise=preclip_noise, tau=tau,
         n_layers=n_layers, depolarizing=depolarizing, shots=shots, hidden=tuple(hidden),
         image_size=image_size, loader_layers=loader_layers, loader_steps=loader_steps,
-        unclipped_reference=unclipped_reference, threads=threads,
+        unclipped_reference=unclipped_reference, validation=validation, threads=threads,
     )
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
@@ -153,6 +159,8 @@ def train_classifier(
         torch.set_num_threads(int(threads))
     try:
         data = load_task(task, image_size=image_size)
+        if validation is not None:
+            data = data.validation_split(validation)
         _check_model_for_task(model, data)
         if out is not None:
             atomic_write_json(out / CONFIG_FILE, {**request, "task_data": data.summary()})
@@ -203,6 +211,7 @@ def train_classifier(
         "model": model,
         "parameters": count_parameters(net),
         "accuracy": last["test_accuracy"],
+        "evaluated_on": "validation" if validation is not None else "test",
         "train_accuracy": last["train_accuracy"],
         "final_diagnostics": {k: last[k] for k in diag_keys},
         "clip": clip_info,
@@ -275,6 +284,10 @@ def _validate(**args) -> dict:
     require_positive_int("loader_steps", args["loader_steps"])
     if args["threads"] is not None:
         require_positive_int("threads", args["threads"])
+    if args["validation"] is not None:
+        require_in_range("validation", args["validation"], low=0.0, high=1.0,
+                         high_inclusive=False,
+                         hint="the share of the training split held out, e.g. 0.2")
     if args["optimizer"] not in ("adam", "sgd"):
         raise InvalidInputError(f"optimizer = {args['optimizer']!r} is not one of "
                                 "('adam', 'sgd')")

@@ -45,11 +45,17 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
   with delta = 1e-5 (not stated), Poisson sampling and Opacus's RDP accountant (SPEC 2, 6).
   Figure 7's batch size: 64 (not stated; the deep dives' value).
 * Optimiser: "tuned for each configuration separately", with no values. We use plain SGD (the
-  paper's DP-SGD; no momentum) with one learning rate per model (:data:`LEARNING_RATES`), from
-  a short sweep (15 epochs, seed 2024, C = 1.5 and 10): the best-converging rate at C = 10.
-  There is no per-configuration tuning: it would multiply the cost and the split has no
-  validation set to tune on. Under Adam, which rescales every coordinate, the clipped MLP did
-  not fall behind in that sweep; under SGD clipping shrinks and rotates its steps.
+  paper's DP-SGD; no momentum). Each model has a base rate (:data:`LEARNING_RATES`, from a
+  short sweep: 15 epochs, seed 2024, C = 1.5 and 10, the best-converging rate at C = 10).
+  The ``full`` budget tunes the rate of every configuration (model, C, |B|, eps) over
+  :data:`~qpriv.classification.tuning.LR_FACTORS` times the base rate: one run per rate at
+  seed :data:`TUNING_SEED` with the protocol's epochs, trained on the training split less a
+  20 % validation share and scored on that share (:mod:`qpriv.classification.tuning`); every
+  seed then trains with the chosen rate. The trials are stored like any run (``val`` in their
+  names) and each row names its ``lr``. ``quick`` and ``tiny`` use the base rates (``tiny``
+  tunes over two factors, so the test suite runs the path). The choice is not accounted in
+  eps (as in the paper). Under Adam, which rescales every coordinate, the clipped MLP did not
+  fall behind in the sweep; under SGD clipping shrinks and rotates its steps.
 * Models: "several fully connected layers" -> tanh MLP 16-32-32-4 (1732 parameters); the
   Lipschitz MLP has the same widths with GNP layers and Lipschitz constant C. Quantum: L = 8
   layers of RZ RY RZ + CNOT ring on 4 qubits (96 angles; L is not stated) with temperature
@@ -65,10 +71,11 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
   ``quick`` and ``tiny`` take the first 2 and 1 of the seeds passed in.
 * Accuracy is the test accuracy after the last epoch (no early stopping is mentioned).
 * "Distance from the unclipped loss": |L_clipped(e) - L_unclipped(e)| of the training loss
-  after epoch e, the unclipped run starting from the same initialisation and seeing the same
-  batches. For Figures 3-6 that run is the seed's unclipped model itself (shuffled fixed-size
-  batches depend only on the seed); for Figure 10 (Poisson batches) it is
-  ``train_classifier``'s ``unclipped_reference`` twin.
+  after epoch e, the unclipped run starting from the same initialisation, seeing the same
+  batches and using the same rate (where rates are tuned, the clipped configuration's). For
+  Figures 3-6 that run is the seed's unclipped model itself (shuffled fixed-size batches
+  depend only on the seed), which is why the unclipped models take the clipped ones' rate;
+  for Figure 10 (Poisson batches) it is ``train_classifier``'s ``unclipped_reference`` twin.
 * Figures 4 and 6 for the unclipped models: nothing is clipped, so their A_C is 1 and p_clip
   0 (the paper's "pre-clipping distribution" refers to the clipped models); what clipping at
   C = 1.5 does to them is the clipped twin's curve, and Figure 5 shows their norms against C.
@@ -86,10 +93,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from qpriv.classification.data import VALIDATION_FRACTION
+from qpriv.classification.tuning import LR_FACTORS
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.registry import QML_SEEDS, Budget
 from qpriv.experiments.runner import mean_std
@@ -108,6 +117,9 @@ OPTIMIZER = "sgd"
 LEARNING_RATES = {"mlp": 0.3, "lipschitz": 0.3, "quantum": 1.0, "cnn": 1.0,
                   "quantum-image": 1.0}
 TAU = 1.0
+TUNING_SEED = QML_SEEDS[0]
+"""The seed of every tuning trial: one choice of rate per configuration, shared by its
+seeds."""
 VARIANT = {("mlp", False): "classical", ("mlp", True): "clipped classical",
            ("quantum", False): "quantum", ("quantum", True): "clipped quantum"}
 RUN_DIR = "qml"
@@ -128,12 +140,15 @@ class Protocol:
     image_layers: int
     loader_steps: int
     hidden: tuple[int, ...]
+    lr_factors: tuple[float, ...] | None = None
+    """Tune each configuration's rate over these multiples of its base rate (None: use the
+    base rate)."""
 
 
 PROTOCOLS = {
     "full": Protocol(epochs=100, image_epochs=100, n_seeds=None, clips=CLIPS, batches=BATCHES,
                      private_clips=CLIPS, eps=EPS, n_layers=8, image_layers=28,
-                     loader_steps=200, hidden=(32, 32)),
+                     loader_steps=200, hidden=(32, 32), lr_factors=LR_FACTORS),
     # quick: the paper's models and the C values the finding needs, 2 seeds, 15 epochs;
     # one batch size and three C values under noise. Measured on 2 busy CPU cores (load ~4),
     # 1 thread, nothing cached: Figure 7 (36 runs) 415 s, Figure 2 (30 runs) 277 s,
@@ -144,7 +159,7 @@ PROTOCOLS = {
     # tiny: the test suite's, seconds per figure
     "tiny": Protocol(epochs=2, image_epochs=1, n_seeds=1, clips=(1.5, 10.0), batches=(64,),
                      private_clips=(1.5,), eps=(10.0,), n_layers=1, image_layers=1,
-                     loader_steps=2, hidden=(8, 8)),
+                     loader_steps=2, hidden=(8, 8), lr_factors=(0.3, 1.0)),
 }
 
 
@@ -162,7 +177,9 @@ def protocol(budget: Budget) -> Protocol:
 
 @dataclass(frozen=True)
 class Run:
-    """One classifier configuration of a grid; ``reference`` adds the unclipped twin."""
+    """One classifier configuration of a grid; ``reference`` adds the unclipped twin. ``lr``
+    None is the model's base rate (or, where the budget tunes, the tuned one); ``validation``
+    marks a tuning trial, scored on the validation share of the training split."""
 
     model: str
     clip: float | None
@@ -171,13 +188,16 @@ class Run:
     eps: float | None = None
     task: str = "synthetic"
     reference: bool = False
+    lr: float | None = None
+    validation: bool = False
 
     def arguments(self, plan: Protocol) -> dict[str, Any]:
         """The keyword arguments of :func:`train_classifier` for this run under ``plan``."""
         args: dict[str, Any] = {
             "task": self.task, "model": self.model, "clip": self.clip, "batch": self.batch,
             "seed": self.seed, "eps": self.eps, "delta": DELTA, "optimizer": OPTIMIZER,
-            "lr": LEARNING_RATES[self.model], "unclipped_reference": self.reference,
+            "lr": LEARNING_RATES[self.model] if self.lr is None else self.lr,
+            "unclipped_reference": self.reference,
             "epochs": plan.image_epochs if self.task != "synthetic" else plan.epochs,
         }
         if self.model in ("mlp", "lipschitz"):
@@ -188,6 +208,8 @@ class Run:
                 plan.n_layers
         if self.model == "quantum-image":
             args["loader_steps"] = plan.loader_steps
+        if self.validation:
+            args["validation"] = VALIDATION_FRACTION
         return args
 
     def key(self, plan: Protocol) -> str:
@@ -208,23 +230,46 @@ class Run:
             parts.append(f"loader{args['loader_steps']}")
         if self.reference:
             parts.append("ref")
+        if self.validation:
+            parts.append(f"val{VALIDATION_FRACTION:g}")
         parts.append(f"s{self.seed}")
         return "-".join(parts)
 
 
+def tuned_rate(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
+    """The tuning record of ``run``'s configuration (:func:`~qpriv.classification.tuning.
+    tuning_record`): one stored trial per rate of the grid at :data:`TUNING_SEED`."""
+    from qpriv.classification.tuning import lr_grid, tuning_record
+
+    trials = [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
+              for lr in lr_grid(LEARNING_RATES[run.model], plan.lr_factors)]
+    return tuning_record([(trial.lr, finished_run(trial, plan=plan, out_dir=out_dir,
+                                                  progress=progress)) for trial in trials],
+                         validation=VALIDATION_FRACTION)
+
+
 def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
-    """The result of ``run``: read from ``out_dir/qml/<key>.json`` or trained and written."""
+    """The result of ``run``: read from ``out_dir/qml/<key>.json`` or trained and written.
+    Where ``plan`` tunes and ``run`` has no rate, the rate is tuned first (trials stored the
+    same way) and the result carries ``lr_tuning``."""
     from qpriv.classification.run import train_classifier
 
+    tuning = None
+    if plan.lr_factors and run.lr is None and not run.validation:
+        tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=progress)
+        run = replace(run, lr=tuning["lr"])
     path = Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json"
     if path.is_file():
-        return json.loads(path.read_text())
-    result = train_classifier(**run.arguments(plan), threads=1, progress=False)
-    atomic_write_json(path, result)
-    if progress:
-        print(f"  {run.key(plan)}: accuracy {result['accuracy']:.3f}, "
-              f"{result['seconds']:.1f} s", file=sys.stderr)
-    return result
+        result = json.loads(path.read_text())
+    else:
+        result = train_classifier(**run.arguments(plan), threads=1, progress=False)
+        if tuning:
+            result["lr_tuning"] = tuning
+        atomic_write_json(path, result)
+        if progress:
+            print(f"  {run.key(plan)}: {result['evaluated_on']} accuracy "
+                  f"{result['accuracy']:.3f}, {result['seconds']:.1f} s", file=sys.stderr)
+    return {**result, "lr_tuning": tuning} if tuning else result
 
 
 def run_all(runs: Sequence[Run], *, plan: Protocol, out_dir: Path, progress: bool
@@ -270,6 +315,7 @@ def final_rows(grouped: dict[tuple, list[dict]], *, keys: Sequence[str],
         row: dict[str, Any] = dict(zip(keys, group, strict=True))
         row["seeds"] = len(results)
         row["epochs"] = len(results[0]["history"])
+        row["lr"] = results[0]["request"]["lr"]
         _add(row, "accuracy", (r["accuracy"] for r in results))
         for metric in metrics:
             _add(row, metric, (r["final_diagnostics"].get(metric) for r in results))
@@ -363,10 +409,13 @@ def deep_dive(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: 
     chosen = seeds_for(seeds, plan)
     rows = []
     for model in DEEP_MODELS:
-        plain = [Run(model=model, clip=None, batch=DEEP_BATCH, seed=s) for s in chosen]
         clipped = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s) for s in chosen]
-        plain_results = run_all(plain, plan=plan, out_dir=out_dir, progress=progress)
         clipped_results = run_all(clipped, plan=plan, out_dir=out_dir, progress=progress)
+        # the unclipped models are the clipped ones' twins: same rate (the one tuned for the
+        # clipped configuration), initialisation and batches, so the distance is clipping's
+        lr = clipped_results[0]["request"]["lr"]
+        plain = [Run(model=model, clip=None, batch=DEEP_BATCH, seed=s, lr=lr) for s in chosen]
+        plain_results = run_all(plain, plan=plan, out_dir=out_dir, progress=progress)
         for is_clipped, results in ((False, plain_results), (True, clipped_results)):
             distance = [{"distance_from_unclipped_loss": [
                 abs(h["train_loss"] - p["train_loss"]) if is_clipped else 0.0
@@ -374,7 +423,7 @@ def deep_dive(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: 
                 for r, ref in zip(results, plain_results, strict=True)]
             fixed: dict[str, Any] = {"variant": VARIANT[(model, is_clipped)], "model": model,
                                      "clip": DEEP_CLIP if is_clipped else None,
-                                     "batch": DEEP_BATCH}
+                                     "batch": DEEP_BATCH, "lr": results[0]["request"]["lr"]}
             if "max_example_norm" in metrics and model == "quantum":
                 bound = results[0]["gradient_bound"]["per_example_norm_bound"]
                 worst = max(h["max_example_norm"] for r in results for h in r["history"])
@@ -431,7 +480,7 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
         results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
         fixed = {"variant": f"{VARIANT[(model, True)]} + noise", "model": model,
                  "clip": DEEP_CLIP, "batch": DEEP_BATCH, "eps": DEEP_EPS,
-                 **_privacy_columns(results[0])}
+                 "lr": results[0]["request"]["lr"], **_privacy_columns(results[0])}
         rows += epoch_rows(results, fixed=fixed, metrics=MSE_METRICS)
     return rows
 
@@ -452,6 +501,7 @@ def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: b
         results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
         fixed: dict[str, Any] = {"variant": model, "model": model, "clip": DEEP_CLIP,
                                  "batch": DEEP_BATCH, "eps": DEEP_EPS,
+                                 "lr": results[0]["request"]["lr"],
                                  "parameters": results[0]["parameters"]}
         fixed["unclipped_accuracy"], fixed["unclipped_accuracy_std"] = mean_std(
             r["unclipped_reference"]["accuracy"] for r in results)
@@ -469,18 +519,19 @@ COMPUTE = {"qml-figure2": figure2, "qml-figure3": figure3, "qml-figure4": figure
 
 
 def grid_size(experiment_id: str, *, budget: Budget, seeds: Sequence[int] = QML_SEEDS) -> int:
-    """How many distinct classifier runs ``experiment_id`` needs at ``budget``."""
+    """How many distinct classifier runs ``experiment_id`` needs at ``budget``: one per seed
+    of each configuration, plus one tuning trial per rate where the budget tunes."""
     plan = protocol(budget)
-    n = len(seeds_for(seeds, plan))
+    per_configuration = len(seeds_for(seeds, plan)) + len(plan.lr_factors or ())
     synthetic = len(SYNTHETIC_MODELS)
-    sizes = {
-        "qml-figure2": synthetic * len(plan.clips) * len(plan.batches) * n,
-        "qml-figure7": synthetic * len(plan.private_clips) * len(plan.eps) * n,
-        "qml-figure8": len(DEEP_MODELS) * n,
-        "qml-figure10": len(IMAGE_MODELS) * n,
+    configurations = {
+        "qml-figure2": synthetic * len(plan.clips) * len(plan.batches),
+        "qml-figure7": synthetic * len(plan.private_clips) * len(plan.eps),
+        "qml-figure8": len(DEEP_MODELS),
+        "qml-figure10": len(IMAGE_MODELS),
     }
     for i in (3, 4, 5, 6):
-        sizes[f"qml-figure{i}"] = 2 * len(DEEP_MODELS) * n
-    if experiment_id not in sizes:
-        raise InvalidInputError(f"{experiment_id!r} is not one of {tuple(sizes)}")
-    return sizes[experiment_id]
+        configurations[f"qml-figure{i}"] = 2 * len(DEEP_MODELS)
+    if experiment_id not in configurations:
+        raise InvalidInputError(f"{experiment_id!r} is not one of {tuple(configurations)}")
+    return configurations[experiment_id] * per_configuration

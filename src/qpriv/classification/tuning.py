@@ -1,0 +1,98 @@
+"""Per-configuration learning-rate tuning on a validation split.
+
+The private-training paper tunes "the optimizer ... for each configuration separately"
+(section 4.1, Figure 2) and gives no values. Here a configuration's rate is chosen from a grid
+by training once per rate, same seed and settings, on the training split less a held-out
+validation share (:meth:`~qpriv.classification.data.ClassificationData.validation_split`), and
+keeping the rate with the highest validation accuracy after the last epoch (ties: the smaller
+rate). The test split is never read while choosing.
+
+Privacy: under DP-SGD every trial is itself a private run at the configuration's (eps, delta),
+but the *selection* among them reads the training data once per trial and is not accounted.
+The result says so; a guarantee that covers tuning needs e.g. Papernot and Steinke's
+hyper-parameter accounting (ICLR 2022), which qpriv does not implement.
+
+Example::
+
+    from qpriv.classification.tuning import lr_grid, tune_learning_rate
+
+    chosen = tune_learning_rate(grid=lr_grid(0.3), task="synthetic", model="mlp", clip=1.5,
+                                batch=64, epochs=20, seed=2024, optimizer="sgd")
+    chosen["lr"], chosen["trials"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from qpriv.classification.data import VALIDATION_FRACTION
+from qpriv.errors import InvalidInputError, require_in_range
+
+LR_FACTORS = (0.1, 0.3, 1.0, 3.0)
+"""The default grid around a model's base rate: a decade below it and a factor 3 above."""
+SELECTION = ("the highest validation accuracy after the last epoch; ties go to the smaller "
+             "rate")
+PRIVACY_NOTE = ("the choice of rate reads the training data once per trial and is not "
+                "accounted in any eps")
+
+
+def lr_grid(base: float, factors: Sequence[float] = LR_FACTORS) -> tuple[float, ...]:
+    """``base`` times each factor, ascending (rounded to 6 significant digits, so that the
+    rates name files stably)."""
+    base = require_in_range("lr", base, low=0.0)
+    if not factors:
+        raise InvalidInputError("the learning-rate grid is empty: give at least one factor")
+    return tuple(sorted({float(f"{base * require_in_range('lr factor', f, low=0.0):.6g}")
+                         for f in factors}))
+
+
+def select_learning_rate(validation_accuracy: Mapping[float, float]) -> float:
+    """The rate with the highest validation accuracy; ties go to the smaller rate.
+
+    Raises:
+        InvalidInputError: no trials, or a trial without a finite accuracy.
+    """
+    if not validation_accuracy:
+        raise InvalidInputError("no tuning trials to choose a learning rate from")
+    for lr, accuracy in validation_accuracy.items():
+        if accuracy is None or accuracy != accuracy:
+            raise InvalidInputError(f"the tuning trial at lr = {lr:g} has no accuracy")
+    return min(validation_accuracy, key=lambda lr: (-validation_accuracy[lr], lr))
+
+
+def tuning_record(trials: Sequence[tuple[float, dict]], *, validation: float) -> dict:
+    """The JSON-able account of a tuning: each trial's rate and validation accuracy, the chosen
+    rate, how it was chosen and what it costs in privacy."""
+    accuracy = {float(lr): float(result["accuracy"]) for lr, result in trials}
+    for lr, result in trials:
+        if result.get("evaluated_on") != "validation":
+            raise InvalidInputError(f"the trial at lr = {lr:g} was not evaluated on a "
+                                    "validation split; tuning must never read the test split")
+    return {"lr": select_learning_rate(accuracy),
+            "trials": [{"lr": lr, "validation_accuracy": a} for lr, a in sorted(accuracy.items())],
+            "validation": {"fraction": validation, "of": "the training split, stratified"},
+            "selection": SELECTION, "privacy": PRIVACY_NOTE}
+
+
+def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_FRACTION,
+                       **arguments: Any) -> dict:
+    """Train ``arguments`` (those of :func:`~qpriv.classification.run.train_classifier`, less
+    ``lr``) once per rate of ``grid`` on the validation split and return
+    :func:`tuning_record` of the trials.
+
+    Raises:
+        InvalidInputError: an empty grid, a bad rate, or any bad training argument.
+    """
+    from qpriv.classification.run import train_classifier
+
+    if "lr" in arguments:
+        raise InvalidInputError("give the rates in grid, not lr: tuning chooses lr")
+    rates = sorted({require_in_range("lr", lr, low=0.0) for lr in grid})
+    if not rates:
+        raise InvalidInputError("the learning-rate grid is empty: give at least one rate")
+    arguments = {**arguments, "diagnostics": False, "unclipped_reference": False,
+                 "out_dir": None}
+    trials = [(lr, train_classifier(**arguments, lr=lr, validation=validation))
+              for lr in rates]
+    return tuning_record(trials, validation=validation)

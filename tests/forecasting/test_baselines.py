@@ -129,6 +129,23 @@ def test_every_method_names_its_privacy_and_noise():
     assert tuned.training == {"batch_size": 512, "epochs": 50, "warmup_epochs": 5}
 
 
+def test_every_stated_guarantee_says_the_scaler_is_outside_it():
+    from qpriv.forecasting.run import SCALER_NOTE, _privacy
+
+    strategy = {"eps": {"value": 0.5}, "noise_multiplier": {"value": 3.0}}
+    claimed = []
+    for name in METHODS:
+        setup = setup_method(name, base=TINY, eps=0.5)
+        if setup.privacy == "none":
+            continue
+        claimed.append(setup.privacy)
+        privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy, eps=0.5,
+                           delta=1e-6)
+        assert SCALER_NOTE in privacy["privacy_notes"], name
+    assert set(claimed) == {"local eps-QDP per pass", "local (eps, delta)-DP per pass",
+                            "global (eps, delta)-DP"}
+
+
 def test_input_noise_is_fresh_and_seeded():
     setup = setup_method("dp-input", base=TINY, eps=0.5)
     model = LDPTForecaster(setup.config)

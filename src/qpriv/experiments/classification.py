@@ -52,8 +52,8 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
   seed :data:`TUNING_SEED` with the protocol's epochs, trained on the training split less a
   20 % validation share and scored on that share (:mod:`qpriv.classification.tuning`); every
   seed then trains with the chosen rate. The trials are stored like any run (``val`` in their
-  names) and each row names its ``lr``. ``quick`` and ``tiny`` use the base rates (``tiny``
-  tunes over two factors, so the test suite runs the path). The choice is not accounted in
+  names) and each row names its ``lr``. ``quick`` uses the base rates; ``tiny`` tunes over two
+  factors, so that the test suite runs the path. The choice is not accounted in
   eps (as in the paper). Under Adam, which rescales every coordinate, the clipped MLP did not
   fall behind in the sweep; under SGD clipping shrinks and rotates its steps.
 * Models: "several fully connected layers" -> tanh MLP 16-32-32-4 (1732 parameters); the
@@ -98,7 +98,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION
-from qpriv.classification.tuning import LR_FACTORS
+from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.registry import QML_SEEDS, Budget
 from qpriv.experiments.runner import mean_std
@@ -208,8 +208,8 @@ class Run:
                 plan.n_layers
         if self.model == "quantum-image":
             args["loader_steps"] = plan.loader_steps
-        if self.validation:
-            args["validation"] = VALIDATION_FRACTION
+        if self.validation:  # a tuning trial: only its accuracy is read
+            args.update(validation=VALIDATION_FRACTION, diagnostics=False)
         return args
 
     def key(self, plan: Protocol) -> str:
@@ -239,8 +239,6 @@ class Run:
 def tuned_rate(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
     """The tuning record of ``run``'s configuration (:func:`~qpriv.classification.tuning.
     tuning_record`): one stored trial per rate of the grid at :data:`TUNING_SEED`."""
-    from qpriv.classification.tuning import lr_grid, tuning_record
-
     trials = [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
               for lr in lr_grid(LEARNING_RATES[run.model], plan.lr_factors)]
     return tuning_record([(trial.lr, finished_run(trial, plan=plan, out_dir=out_dir,

@@ -381,6 +381,7 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
 
 DEFAULT_CLASSIFIER_LR = 0.01
 
+
 def _clip_value(text: str) -> float | str | None:
     if text in ("structural", "none"):
         return None if text == "none" else text
@@ -393,8 +394,9 @@ def _clip_value(text: str) -> float | str | None:
 
 
 def _cmd_train_classifier(args: argparse.Namespace) -> int:
-    from qpriv.classification.run import train_classifier
+    from qpriv.classification.run import RESULT_FILE, train_classifier
     from qpriv.classification.tuning import tune_learning_rate
+    from qpriv.training.checkpoints import atomic_write_json
 
     settings = dict(
         task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
@@ -418,6 +420,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
                               out_dir=args.out, progress=not quiet)
     if tuning:
         result["lr_tuning"] = tuning
+        if args.out:  # the stored result carries how its rate was chosen
+            atomic_write_json(Path(args.out) / RESULT_FILE, result)
     if args.json:
         _emit_json(result)
         return 0

@@ -82,11 +82,12 @@ def test_tuning_trains_on_the_validation_split_and_keeps_the_best_rate(monkeypat
         tune_learning_rate(grid=[0.1], lr=0.1, **TINY)
 
 
-def test_cli_tunes_with_lr_grid(capsys) -> None:
+def test_cli_tunes_with_lr_grid(capsys, tmp_path) -> None:
     argv = ["train-classifier", "--model", "mlp", "--clip", "1.5", "--epochs", "1",
             "--optimizer", "sgd", "--lr-grid", "0.03", "0.3", "--json"]
-    assert main(argv) == 0
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 0
     result = json.loads(capsys.readouterr().out)
+    assert json.loads((tmp_path / "run" / "result.json").read_text()) == result
     assert result["evaluated_on"] == "test"
     assert result["request"]["lr"] == result["lr_tuning"]["lr"] in (0.03, 0.3)
     assert [t["lr"] for t in result["lr_tuning"]["trials"]] == [0.03, 0.3]

@@ -3,6 +3,7 @@ bottlenecks, ablations, and what each says about its privacy."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -168,6 +169,10 @@ def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     assert eps["value"] <= 8.0 * (1 + 1e-9)
     assert result["noise_multiplier"]["value"] > 0
     assert result["strategy"]["steps"] == 2 * round(128 / 64)
+    # a run written before config.json had accounting and delta resumes as the paper's
+    config = json.loads((out / "config.json").read_text())
+    del config["accounting"], config["delta"]
+    (out / "config.json").write_text(json.dumps(config))
     again = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
     assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])

@@ -194,6 +194,11 @@ def test_audit_5_finds_the_runs_at_other_eps_beside_the_run(tiny_ldpt_run, tmp_p
     (grid / "notes").mkdir()
     found = sibling_runs(load_run(grid / "ldpt-eps0.1"))
     assert [r.run_dir.name for r in found] == ["ldpt-eps5"]
+    # a run written before config.json had accounting and delta is the paper's, as before
+    for key in ("accounting", "delta"):
+        _edit_json(grid / "ldpt-eps0.1" / CONFIG_FILE, lambda c, key=key: c.pop(key))
+    assert [r.run_dir.name for r in sibling_runs(load_run(grid / "ldpt-eps0.1"))] == [
+        "ldpt-eps5"]
     audit = run_audits(grid / "ldpt-eps0.1", windows=16, pairs=50, seed=2)[4]
     assert audit.status in ("pass", "fail")
     assert [r["eps_s"] for r in audit.values["rows"]] == [0.1, 5.0]

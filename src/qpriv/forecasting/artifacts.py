@@ -29,7 +29,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import DATASETS, ForecastData, load_forecasting_data
 from qpriv.forecasting.methods import LOCAL_QDP, replace_config
 from qpriv.forecasting.model import LDPTForecaster
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE
+from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
 from qpriv.training.checkpoints import load_checkpoint
 from qpriv.training.trainer import BEST
 
@@ -121,7 +121,7 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
             f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given to "
             "`qpriv train --out DIR` (run_forecast(out_dir=DIR))"
         )
-    request = _read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)
+    request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
     if not (path / RESULT_FILE).is_file():
         raise InvalidInputError(
             f"{path} is not a finished run: it has {CONFIG_FILE} but no {RESULT_FILE} (training "

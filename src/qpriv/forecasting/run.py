@@ -54,6 +54,15 @@ RESULT_FILE = "result.json"
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
 DEFAULT_DELTA = 1e-5
+ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA}
+"""Keys config.json gained after its first release, with the value every older run had: such
+a run trained with the paper's accounting and no delta of its own."""
+
+
+def read_request(path: Path) -> dict:
+    """A run's config.json, with :data:`ADDED_REQUEST_KEYS` filled in where an older run lacks
+    them, so that runs written before and after compare by what they did."""
+    return {**ADDED_REQUEST_KEYS, **json.loads(Path(path).read_text())}
 
 
 def run_forecast(
@@ -345,7 +354,7 @@ def _write_config(path: Path, request: dict, *, resume: bool) -> None:
     only a user CSV's path counts as a setting.
     """
     if resume and path.is_file():
-        saved = json.loads(path.read_text())
+        saved = read_request(path)
         current = json.loads(json.dumps(request))
         same_bytes = {"source"} if current.get("dataset") in DATASETS else set()
         changed = sorted(k for k in set(saved) | set(current)

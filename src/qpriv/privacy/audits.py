@@ -42,7 +42,7 @@ from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
 from qpriv.forecasting.data import ForecastData
 from qpriv.forecasting.methods import LOCAL_QDP
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE
+from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
 from qpriv.privacy.audit import audit_channel
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.composition import advanced_composition, basic_composition
@@ -425,7 +425,7 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
         if path.resolve() == run.run_dir.resolve() or not (path / RESULT_FILE).is_file():
             continue
         try:
-            request = json.loads((path / CONFIG_FILE).read_text())
+            request = read_request(path / CONFIG_FILE)
             result = json.loads((path / RESULT_FILE).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue  # not a readable run: nothing to compare with

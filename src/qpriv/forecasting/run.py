@@ -55,8 +55,9 @@ DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
 DEFAULT_DELTA = 1e-5
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA}
-"""Keys config.json gained after its first release, with the value every older run had: such
-a run trained with the paper's accounting and no delta of its own."""
+"""Keys config.json gained after its first release, with what an older run did: it used the
+paper's accounting, and delta (read only by the rigorous accounting, which came with these keys)
+was the default."""
 
 
 def read_request(path: Path) -> dict:

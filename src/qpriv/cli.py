@@ -394,7 +394,7 @@ def _clip_value(text: str) -> float | str | None:
 
 
 def _cmd_train_classifier(args: argparse.Namespace) -> int:
-    from qpriv.classification.run import RESULT_FILE, train_classifier
+    from qpriv.classification.run import RESULT_FILE, check_out_dir, train_classifier
     from qpriv.classification.tuning import tune_learning_rate
     from qpriv.training.checkpoints import atomic_write_json
 
@@ -409,6 +409,7 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     if args.lr_grid:
         if args.lr is not None:
             raise InvalidInputError("give --lr or --lr-grid, not both: the grid chooses the rate")
+        check_out_dir(args.out)  # before the trials, not after
         tuning = tune_learning_rate(grid=args.lr_grid, **settings)
         if not quiet:
             trials = ", ".join(f"{t['lr']:g}: {t['validation_accuracy']:.3f}"

@@ -82,7 +82,7 @@ def test_tuning_trains_on_the_validation_split_and_keeps_the_best_rate(monkeypat
         tune_learning_rate(grid=[0.1], lr=0.1, **TINY)
 
 
-def test_cli_tunes_with_lr_grid(capsys, tmp_path) -> None:
+def test_cli_tunes_with_lr_grid(capsys, tmp_path, monkeypatch) -> None:
     argv = ["train-classifier", "--model", "mlp", "--clip", "1.5", "--epochs", "1",
             "--optimizer", "sgd", "--lr-grid", "0.03", "0.3", "--json"]
     assert main([*argv, "--out", str(tmp_path / "run")]) == 0
@@ -93,3 +93,8 @@ def test_cli_tunes_with_lr_grid(capsys, tmp_path) -> None:
     assert [t["lr"] for t in result["lr_tuning"]["trials"]] == [0.03, 0.3]
     assert main([*argv[:-1], "--lr", "0.1"]) == 2
     assert "not both" in capsys.readouterr().err
+    # a used out_dir is refused before any trial trains
+    calls = []
+    monkeypatch.setattr(classifier_run, "train_classifier", lambda **kw: calls.append(kw))
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    assert "already holds a result" in capsys.readouterr().err and calls == []

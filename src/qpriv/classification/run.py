@@ -147,12 +147,7 @@ def train_classifier(
         image_size=image_size, loader_layers=loader_layers, loader_steps=loader_steps,
         unclipped_reference=unclipped_reference, validation=validation, threads=threads,
     )
-    out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        if out.exists() and not out.is_dir():
-            raise InvalidInputError(f"out_dir {out} exists and is not a directory")
-        if (out / RESULT_FILE).exists():
-            raise InvalidInputError(f"out_dir {out} already holds a result; choose another")
+    out = check_out_dir(out_dir)
 
     saved_threads = torch.get_num_threads()
     if threads is not None:
@@ -232,6 +227,22 @@ def train_classifier(
 
 
 # -- validation and set-up ------------------------------------------------------------------------
+
+
+def check_out_dir(out_dir: str | Path | None) -> Path | None:
+    """``out_dir`` as a Path if a run may write there (None stays None).
+
+    Raises:
+        InvalidInputError: it is a file, or it already holds a result.
+    """
+    if out_dir is None:
+        return None
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
+    if (out / RESULT_FILE).exists():
+        raise InvalidInputError(f"out_dir {out} already holds a result; choose another")
+    return out
 
 
 def _validate(**args) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from qpriv.errors import InvalidInputError
 
@@ -17,6 +17,24 @@ def best_seconds(run: Callable[[], object], repeats: int) -> float:
         started = time.perf_counter()
         run()
         best = min(best, time.perf_counter() - started)
+    return best
+
+
+def best_seconds_interleaved(runs: Sequence[Callable[[], object]], repeats: int) -> list[float]:
+    """Minimum wall time of each of ``runs`` over ``repeats`` rounds, after one warm-up round.
+
+    The runs alternate within every round, so a slow spell of the machine (another process, a
+    frequency change) falls on all of them alike instead of on whichever ran during it: the
+    right timer for a ratio of two runs, which :func:`best_seconds` called twice is not.
+    """
+    for run in runs:
+        run()
+    best = [float("inf")] * len(runs)
+    for _ in range(repeats):
+        for index, run in enumerate(runs):
+            started = time.perf_counter()
+            run()
+            best[index] = min(best[index], time.perf_counter() - started)
     return best
 
 

@@ -3,7 +3,8 @@
 The plain step is the trainer's default (forward, batch-mean MSE, backward, RAdam); the DP-SGD
 step is :class:`qpriv.training.dpsgd.DPSGDStrategy` (per-window gradients by vmap of grad,
 clipping at C, Gaussian noise, RAdam). Both use the classical backbone at the paper's size on
-real ETTh1 windows; the ratio dpsgd / plain is printed last (issue target: <= 1.3).
+real ETTh1 windows, timed in alternation (best of ``--repeats`` rounds each); the ratio
+dpsgd / plain is printed last (issue target: <= 1.3).
 
     python benchmarks/dpsgd_cost.py --threads 1
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds, run_benchmark
+from _timing import best_seconds_interleaved, run_benchmark
 
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import load_forecasting_data
@@ -30,7 +31,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--horizon", type=int, default=24)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -51,8 +52,8 @@ def main() -> None:
     def step(strategy: StepStrategy) -> None:
         strategy.step(model, x, y, optimizer=optimizer, scaler=scaler, amp=False)
 
-    plain_s = best_seconds(lambda: step(plain), args.repeats)
-    dp_s = best_seconds(lambda: step(private), args.repeats)
+    plain_s, dp_s = best_seconds_interleaved([lambda: step(plain), lambda: step(private)],
+                                             args.repeats)
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch "
           f"{args.batch_size} windows x {data.n_channels} channels, L = {base.seq_len}, "

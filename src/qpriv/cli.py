@@ -278,11 +278,17 @@ def _cmd_train(args: argparse.Namespace) -> int:
         _emit_json(result)
         return 0
     params = result["params"]
-    print(f"{result['method']} on {result['dataset']}, H = {result['horizon']}: "
-          f"test MSE {result['mse']:.4f}, MAE {result['mae']:.4f} (z-scored), "
-          f"best val loss {result['val_loss']:.4f} at epoch {result['best_epoch']}/"
-          f"{result['epochs']}, {result['seconds_per_epoch']:.1f} s/epoch, "
-          f"{params['total']:,} parameters")
+    if result["mse"] is None:
+        scores = "no test MSE (no epoch had a finite validation loss)"
+    else:
+        scores = (f"test MSE {result['mse']:.4f}, MAE {result['mae']:.4f} (z-scored), "
+                  f"best val loss {result['val_loss']:.4f} at epoch {result['best_epoch']}/"
+                  f"{result['epochs']}")
+    print(f"{result['method']} on {result['dataset']}, H = {result['horizon']}: {scores}, "
+          f"{result['seconds_per_epoch']:.1f} s/epoch, {params['total']:,} parameters")
+    if result.get("diverged_epoch"):
+        print(f"  DIVERGED at epoch {result['diverged_epoch']} (loss not finite); training "
+              "stopped there")
     print(f"  privacy: {result['privacy']}")
     for key in ("eps_per_pass", "eps_basic", "eps_advanced", "eps", "eps_total"):
         if isinstance(result.get(key), dict) and result[key]["value"] is not None:

@@ -113,3 +113,14 @@ def test_computed_tables_match_the_paper(tmp_path):
     assert table7[0.1]["p"] == pytest.approx(0.9505, abs=1e-4)
     assert table7[0.1]["fidelity"] == pytest.approx(0.109, abs=1e-3)  # SPEC 8.1
     assert table7[5.0]["eps_me"] is None
+
+
+def test_diverged_seeds_are_counted_and_left_out_of_the_mean():
+    cells = [(Cell("bottleneck-dp", 0.1, seed=2024), {"mse": 0.9}),
+             (Cell("bottleneck-dp", 0.1, seed=2025), {"mse": None, "diverged_epoch": 1}),
+             (Cell("bottleneck-dp", 0.1, seed=2026), {"mse": 0.7, "diverged_epoch": 4}),
+             (Cell("bottleneck-dp", 0.5, seed=2024), {"mse": 0.5})]
+    rows = {r["eps"]: r for r in runner.aggregate(cells, ["mse"])}
+    assert rows[0.1]["diverged_seeds"] == 2 and rows[0.1]["seeds"] == 3
+    assert rows[0.1]["mse"] == pytest.approx(0.8)  # the two finite seeds
+    assert "diverged_seeds" not in rows[0.5]

@@ -80,3 +80,41 @@ def test_classical_run_claims_no_privacy():
     result = run_forecast(method="classical", eps=None, horizon=4, epochs=1, **SMALL)
     assert result["eps_per_pass"] is None and result["privacy"] == "none"
     assert result["mse"] > 0 and result["best_epoch"] == 1
+
+
+def poison_the_first_step(monkeypatch) -> None:
+    """Every weight becomes NaN after the first training step: the run diverges in epoch 1."""
+    from qpriv.training.trainer import StepStrategy
+
+    real_step = StepStrategy.step
+
+    def poisoned(self, model, x, y, **kwargs):
+        loss = real_step(self, model, x, y, **kwargs)
+        for p in model.parameters():
+            p.data.fill_(float("nan"))
+        return loss
+
+    monkeypatch.setattr(StepStrategy, "step", poisoned)
+
+
+@needs_ett
+def test_a_run_that_diverges_reports_no_test_number_and_no_model(tmp_path, monkeypatch, capsys):
+    from qpriv.cli import main
+    from qpriv.forecasting.artifacts import load_run
+
+    poison_the_first_step(monkeypatch)
+    out = tmp_path / "run"
+    result = run_forecast(method="classical", horizon=4, epochs=3, out_dir=out, **SMALL)
+    assert result["diverged_epoch"] == 1 and result["best_epoch"] == 0
+    assert result["mse"] is None and result["mae"] is None
+    assert len(result["history"]) == 1
+    stored = json.loads((out / "result.json").read_text())
+    assert stored["diverged_epoch"] == 1 and stored["mse"] is None
+    assert stored["val_loss"] is None  # inf is not JSON: null
+    with pytest.raises(InvalidInputError, match="diverged at epoch 1"):
+        load_run(out)
+
+    assert main(["train", "--method", "classical", "--horizon", "4", "--epochs", "2",
+                 "--max-train-windows", "16", "--max-eval-windows", "8", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "no test MSE" in printed and "DIVERGED at epoch 1" in printed

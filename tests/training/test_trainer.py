@@ -217,3 +217,56 @@ def test_a_killed_dpsgd_run_resumes_to_the_same_result(tmp_path, monkeypatch):
     for (name, a), b in zip(straight.model.state_dict().items(),
                             resumed.model.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
+
+
+class PoisonAtStep(StepStrategy):
+    """Plain steps until step ``at`` (1-based), which fills every weight with NaN: a run that
+    diverges in the epoch holding that step."""
+
+    name = "poison"
+
+    def __init__(self, at: int):
+        self.at, self.steps = at, 0
+
+    def step(self, model, x, y, **kwargs):
+        self.steps += 1
+        loss = super().step(model, x, y, **kwargs)
+        if self.steps == self.at:
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.fill_(float("nan"))
+        return loss
+
+
+BATCHES_PER_EPOCH = -(-len(TRAIN) // 16)
+
+
+def test_a_diverged_run_stops_and_keeps_the_best_finite_epoch(tmp_path):
+    trainer = make_trainer(tmp_path, epochs=5, strategy=PoisonAtStep(2 * BATCHES_PER_EPOCH + 1))
+    result = trainer.fit()
+    assert [h["epoch"] for h in result.history] == [1, 2, 3]  # epochs 4 and 5 never ran
+    assert result.diverged_epoch == 3 and result.history[2]["diverged"]
+    assert not any(h.get("diverged") for h in result.history[:2])
+    losses = [h["val_loss"] for h in result.history[:2]]
+    assert result.best_epoch == 1 + losses.index(min(losses))
+    assert all(torch.isfinite(v).all() for v in trainer.model.state_dict().values()
+               if v.is_floating_point())
+    assert trainer.evaluate(VAL)["mse"] == pytest.approx(result.best_val_loss, rel=1e-6)
+
+    # resuming a diverged run trains nothing more and says the same
+    again = make_trainer(tmp_path, epochs=5).fit(resume=True)
+    assert len(again.history) == 3 and again.diverged_epoch == 3
+    assert again.best_epoch == result.best_epoch
+
+
+def test_a_run_that_diverges_in_its_first_epoch_has_no_best_epoch(tmp_path):
+    result = make_trainer(tmp_path, epochs=3, strategy=PoisonAtStep(1)).fit()
+    assert result.diverged_epoch == 1 and result.best_epoch == 0
+    assert result.best_val_loss == float("inf") and len(result.history) == 1
+    assert not (tmp_path / "best.pt").exists()
+
+
+def test_a_healthy_run_reports_no_divergence(tmp_path):
+    result = make_trainer(tmp_path, epochs=2).fit()
+    assert result.diverged_epoch is None
+    assert not any("diverged" in h for h in result.history)

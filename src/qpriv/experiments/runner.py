@@ -182,7 +182,10 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
     }
     if any(m.startswith("mia_") or m == "loss_gap" for m in metrics):
         values.update(_mia(run_dir, budget=budget, data_dir=data_dir))
-    return {m: values.get(m) for m in metrics if m in values}
+    chosen = {m: values.get(m) for m in metrics if m in values}
+    if result.get("diverged_epoch"):  # the paper's "diverged (†)": counted by aggregate
+        chosen["diverged_epoch"] = result["diverged_epoch"]
+    return chosen
 
 
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:
@@ -214,7 +217,9 @@ def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
 
 def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> list[dict]:
     """One row per (dataset, horizon, method, eps, overrides): the mean over seeds, and the
-    std where there is more than one seed."""
+    std where there is more than one seed; ``diverged_seeds`` counts the seeds whose training
+    diverged (a diverged seed's numbers are those of its best epoch before the divergence,
+    and it has none when no epoch had a finite validation loss)."""
     groups: dict[tuple, list[tuple[Cell, dict]]] = {}
     for cell, values in per_cell:
         groups.setdefault(cell.group, []).append((cell, values))
@@ -233,6 +238,9 @@ def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> 
             row[metric] = mean
             if len(members) > 1:
                 row[f"{metric}_std"] = std
+        diverged = sum(1 for _, v in members if v.get("diverged_epoch"))
+        if diverged:  # the paper marks such cells "diverged (†)"
+            row["diverged_seeds"] = diverged
         rows.append(row)
     return rows
 

@@ -109,7 +109,8 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
         InvalidInputError: ``run_dir`` is missing or not a directory; it has no config.json (not
             a run), no result.json (not finished: resume it), or no best.pt; a file is
             unreadable or not what run_forecast writes; the weights do not fit the recorded
-            model. The data is checked only when :meth:`LoadedRun.data` is called.
+            model; the run diverged before it had a model. The data is checked only when
+            :meth:`LoadedRun.data` is called.
     """
     path = Path(run_dir).expanduser()
     if not path.exists():
@@ -135,6 +136,12 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
         raise InvalidInputError(
             f"{path}: the model settings in {RESULT_FILE} differ from those in {CONFIG_FILE}; "
             "the directory mixes two runs. Re-run it into a fresh directory"
+        )
+    if result.get("diverged_epoch") and not (path / BEST).is_file():
+        raise InvalidInputError(
+            f"{path}: training diverged at epoch {result['diverged_epoch']} (loss not finite) "
+            f"before any epoch had a finite validation loss, so the run has no model ({BEST}) "
+            "to attack or audit"
         )
     best = _read_best(path / BEST)
     model = LDPTForecaster(config)

@@ -125,7 +125,9 @@ def run_forecast(
     Returns:
         The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
         ``eval_passes > 1`` also means and stds), ``val_loss``, ``best_epoch``, ``epochs``,
-        ``seconds_per_epoch``, ``params`` (per group, with the paper's), ``method``,
+        ``diverged_epoch`` (the epoch whose loss was not finite and ended training, None if
+        none; the test numbers are then the best earlier epoch's, or None when there is
+        none), ``seconds_per_epoch``, ``params`` (per group, with the paper's), ``method``,
         ``eps_per_pass`` and, for LDPT, ``p``, ``gamma``, ``sigma``, ``calibration``,
         ``eps_basic``, ``eps_advanced``; every privacy number as ``{"value", "kind",
         "accounting"}``.
@@ -195,7 +197,10 @@ def run_forecast(
         trainer = Trainer(model, train=data.train, val=data.val, config=train_config,
                           checkpoint_dir=out, strategy=strategy)
         fit = trainer.fit(resume=resume)
-        test = trainer.evaluate(data.test)
+        # a run that diverged before any finite validation loss holds NaN weights: no test
+        # number rather than a NaN one
+        test = (trainer.evaluate(data.test) if fit.best_epoch
+                else {"mse": None, "mae": None})
     finally:
         torch.set_num_threads(saved_threads)
 
@@ -209,6 +214,7 @@ def run_forecast(
         "val_loss": fit.best_val_loss,
         "best_epoch": fit.best_epoch,
         "epochs": epochs,
+        "diverged_epoch": fit.diverged_epoch,
         "seconds_per_epoch": fit.seconds_per_epoch,
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},

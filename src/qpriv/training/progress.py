@@ -27,3 +27,8 @@ def epoch_summary(row: dict, *, epochs: int, best_epoch: int) -> None:
         f"{row['train_seconds'] + row['val_seconds']:.1f} s",
         file=sys.stderr,
     )
+    if row.get("diverged"):
+        kept = (f"the best-validation weights of epoch {best_epoch} are kept" if best_epoch
+                else "no epoch had a finite validation loss, so there is no model to keep")
+        tqdm.write(f"epoch {row['epoch']}: the loss is not finite, training diverged and "
+                   f"stops here; {kept}", file=sys.stderr)

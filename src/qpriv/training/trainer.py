@@ -5,6 +5,9 @@ quantum attention for the LDPT backbone), ReduceLROnPlateau on the validation lo
 shuffled batches from a seeded generator, the best-validation weights kept, and a checkpoint
 after every epoch holding everything a resumed run needs to continue to the same result: model,
 optimizer, scheduler, AMP scaler, strategy, every random state, the history and the best weights.
+An epoch whose training or validation loss is not finite ends the run (no step from NaN weights
+can recover): the history marks it ``diverged``, the best-validation weights of an earlier epoch
+are kept, and :attr:`TrainResult.diverged_epoch` says so.
 
 How a batch becomes an update is a :class:`StepStrategy`. The default is plain back-propagation;
 a private strategy (DP-SGD: per-sample clipping, noise, Poisson sampling, an accountant)
@@ -20,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,11 +155,17 @@ class StepStrategy:
 
 @dataclass
 class TrainResult:
-    """What :meth:`Trainer.fit` returns; ``history`` has one dict per epoch (1-based)."""
+    """What :meth:`Trainer.fit` returns; ``history`` has one dict per epoch (1-based).
+
+    ``diverged_epoch``: the epoch whose training or validation loss was not finite, after which
+    training stopped (None: it did not diverge). ``best_epoch`` 0 then means that no epoch
+    finished with a finite validation loss, so the model holds no usable weights.
+    """
 
     best_epoch: int
     best_val_loss: float
     history: list[dict] = field(default_factory=list)
+    diverged_epoch: int | None = None
 
     @property
     def seconds_per_epoch(self) -> float:
@@ -236,13 +246,16 @@ class Trainer:
             self._seed()
             start = 0
         for epoch in range(start + 1, cfg.epochs + 1):
+            if self.diverged_epoch is not None:  # a resumed run that had already diverged
+                break
             train_loss, train_seconds = self._train_epoch(epoch)
             tic = time.perf_counter()
             val_loss = self.evaluate(self.val_data, passes=1)["mse"]
             val_seconds = time.perf_counter() - tic
-            if epoch > cfg.warmup_epochs:  # the plateau counts from the end of the warm-up
-                self.scheduler.step(val_loss)
-            if val_loss < self.best["val_loss"]:
+            diverged = not (math.isfinite(train_loss) and math.isfinite(val_loss))
+            if epoch > cfg.warmup_epochs and not diverged:  # the plateau counts from the
+                self.scheduler.step(val_loss)                # end of the warm-up
+            if not diverged and val_loss < self.best["val_loss"]:
                 self.best = {"epoch": epoch, "val_loss": val_loss, "model": self._weights()}
                 if self.checkpoint_dir is not None:
                     atomic_torch_save(self.checkpoint_dir / BEST, self.best)
@@ -250,6 +263,7 @@ class Trainer:
                 "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
                 "lr": [group["lr"] for group in self.optimizer.param_groups],
                 "train_seconds": train_seconds, "val_seconds": val_seconds,
+                **({"diverged": True} if diverged else {}),
             })
             if self.checkpoint_dir is not None:
                 atomic_torch_save(self.checkpoint_dir / CHECKPOINT, self._checkpoint(epoch))
@@ -258,7 +272,12 @@ class Trainer:
         if self.best["model"] is not None:
             self._module().load_state_dict(self.best["model"])
         return TrainResult(best_epoch=self.best["epoch"], best_val_loss=self.best["val_loss"],
-                           history=list(self.history))
+                           history=list(self.history), diverged_epoch=self.diverged_epoch)
+
+    @property
+    def diverged_epoch(self) -> int | None:
+        """The epoch whose loss was not finite (it ended training), or None."""
+        return next((row["epoch"] for row in self.history if row.get("diverged")), None)
 
     def _train_epoch(self, epoch: int) -> tuple[float, float]:
         cfg = self.config

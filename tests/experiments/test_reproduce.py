@@ -124,3 +124,12 @@ def test_diverged_seeds_are_counted_and_left_out_of_the_mean():
     assert rows[0.1]["diverged_seeds"] == 2 and rows[0.1]["seeds"] == 3
     assert rows[0.1]["mse"] == pytest.approx(0.8)  # the two finite seeds
     assert "diverged_seeds" not in rows[0.5]
+
+
+def test_a_cell_that_diverged_before_any_model_is_reported_not_attacked(tmp_path):
+    (tmp_path / "result.json").write_text(json.dumps(
+        {"mse": None, "mae": None, "val_loss": None, "best_epoch": 0, "diverged_epoch": 1,
+         "history": [{"epoch": 1, "train_loss": None, "val_loss": None, "diverged": True}]}))
+    values = runner.cell_metrics(tmp_path, metrics=("mse", "mia_accuracy", "loss_gap"),
+                                 budget=TINY, data_dir=None)
+    assert values == {"mse": None, "diverged_epoch": 1}  # no model: nothing to attack

@@ -180,8 +180,8 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
         "noise_multiplier": _value(result.get("noise_multiplier")),
         "eps_spent": _value(result.get("eps")),
     }
-    if any(m.startswith("mia_") or m == "loss_gap" for m in metrics):
-        values.update(_mia(run_dir, budget=budget, data_dir=data_dir))
+    if any(m.startswith("mia_") or m == "loss_gap" for m in metrics) and best:
+        values.update(_mia(run_dir, budget=budget, data_dir=data_dir))  # best 0: no model
     chosen = {m: values.get(m) for m in metrics if m in values}
     if result.get("diverged_epoch"):  # the paper's "diverged (†)": counted by aggregate
         chosen["diverged_epoch"] = result["diverged_epoch"]

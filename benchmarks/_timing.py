@@ -11,13 +11,7 @@ from qpriv.errors import InvalidInputError
 
 def best_seconds(run: Callable[[], object], repeats: int) -> float:
     """Minimum wall time of ``repeats`` calls after one warm-up call."""
-    run()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - started)
-    return best
+    return best_seconds_interleaved([run], repeats)[0]
 
 
 def best_seconds_interleaved(runs: Sequence[Callable[[], object]], repeats: int) -> list[float]:

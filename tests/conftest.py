@@ -19,6 +19,23 @@ def single_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def nan_classifier_weights(monkeypatch):
+    """Every model that ``train_classifier`` builds starts with one NaN weight, so its first
+    epoch diverges."""
+    import qpriv.classification.run as run
+
+    build = run._build_model
+
+    def poisoned(*args, **kwargs):
+        net = build(*args, **kwargs)
+        with torch.no_grad():
+            next(net.parameters()).view(-1)[0] = float("nan")
+        return net
+
+    monkeypatch.setattr(run, "_build_model", poisoned)
+
+
 #: A tiny finished LDPT run (ETTh1, D = 16, 1 epoch on 64 windows; about 2 s), made by the
 #: ``tiny_ldpt_run`` fixture for the attack and audit tests.
 TINY_RUN = {"dataset": "ETTh1", "method": "ldpt", "epochs": 1, "horizon": 24, "seq_len": 64,

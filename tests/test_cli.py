@@ -116,6 +116,16 @@ def test_train_classifier_json(capsys):
         assert key in result["final_diagnostics"]
 
 
+@pytest.mark.usefixtures("nan_classifier_weights")
+def test_train_classifier_reports_divergence(capsys):
+    argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
+            "--batch", "128", "--epochs", "2", "--threads", "1", "--quiet"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "test accuracy 0.0000" in out
+    assert "DIVERGED at epoch 1 (training loss not finite)" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [

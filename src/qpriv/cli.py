@@ -435,6 +435,9 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     diag = result["final_diagnostics"]
     print(f"{result['model']} on {result['task']['task']}: test accuracy "
           f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters, lr {lr:g})")
+    if result.get("diverged_epoch"):
+        print(f"  DIVERGED at epoch {result['diverged_epoch']} (training loss not finite); "
+              "training stopped there and the model predicts no class")
     if tuning:
         print(f"  lr tuning: {tuning['privacy']}")
     print(f"  privacy: {result['privacy']}")
@@ -446,7 +449,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_example_norm",
                 "max_example_norm"):
         if key in diag:
-            print(f"  {key.replace('_', ' ')}: {diag[key]:.4g}")
+            value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
+            print(f"  {key.replace('_', ' ')}: {value}")
     return 0
 
 

@@ -104,3 +104,27 @@ def test_training_loop_records_consistent_diagnostics() -> None:
     with pytest.raises(InvalidInputError, match="reference_losses has 1 epochs"):
         train_dpsgd(model, x_train=x, y_train=y, x_test=x, y_test=y, config=config,
                     batch_generator=g, noise_generator=g, reference_losses=[1.0])
+
+
+def test_training_stops_at_the_first_non_finite_loss() -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 5, generator=g)
+    y = (x[:, 0] > 0).long()
+    model = TanhMLP(n_features=5, n_classes=2, hidden=(4,))
+    config = DPSGDConfig(batch_size=16, epochs=5, lr=0.1, clip=1.0, sampling="shuffle")
+
+    def poison_after_epoch_two(record: dict) -> None:
+        if record["epoch"] == 2:
+            with torch.no_grad():
+                next(model.parameters())[0, 0] = float("nan")
+
+    history = train_dpsgd(model, x_train=x, y_train=y, x_test=x, y_test=y, config=config,
+                          batch_generator=torch.Generator().manual_seed(1),
+                          noise_generator=torch.Generator().manual_seed(2),
+                          on_epoch=poison_after_epoch_two)
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+    assert not any(h.get("diverged") for h in history[:2])
+    assert history[2]["diverged"] and history[2]["non_finite"]
+    # NaN logits predict no class: argmax alone would have counted them as class 0
+    assert history[2]["test_accuracy"] == 0.0 and history[2]["train_accuracy"] == 0.0
+    assert history[1]["test_accuracy"] > 0.5

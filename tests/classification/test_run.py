@@ -32,6 +32,22 @@ def test_clipping_only_quantum_run() -> None:
     json.dumps(r, allow_nan=False)
 
 
+@pytest.mark.usefixtures("nan_classifier_weights")
+def test_a_diverging_run_stops_and_says_so() -> None:
+    r = train_classifier(task="synthetic", model="mlp", clip=1.0, unclipped_reference=True,
+                         **{**FAST, "epochs": 3})
+    assert r["diverged_epoch"] == 1 and len(r["history"]) == 1
+    assert math.isnan(r["history"][0]["train_loss"]) and r["history"][0]["diverged"]
+    assert r["accuracy"] == 0.0  # NaN logits predict no class
+    assert r["unclipped_reference"]["diverged_epoch"] == 1
+
+
+def test_a_finite_run_has_no_diverged_epoch() -> None:
+    r = train_classifier(task="synthetic", model="mlp", clip=1.0, **FAST)
+    assert r["diverged_epoch"] is None and len(r["history"]) == 1
+    assert not r["history"][0].get("diverged")
+
+
 def test_private_run_labels_every_privacy_number() -> None:
     r = train_classifier(task="synthetic", model="mlp", clip=1.5, eps=5.0, delta=1e-5, **FAST)
     eps = r["eps"]
@@ -93,6 +109,7 @@ def test_image_models_on_digits() -> None:
     ({"eps": 0.0}, "eps = 0 is outside"),
     ({"tau": 0.0}, "tau = 0 is outside"),
     ({"batch": 0}, "batch = 0 is outside"),
+    ({"lr": 1e38}, r"lr = 1e\+38 is outside the valid range \(0, 1e\+06\]"),
 ])
 def test_bad_arguments_fail_before_training(kwargs, message) -> None:
     args = {"task": "synthetic", "model": "quantum", "clip": 1.0, **FAST, **kwargs}

@@ -76,6 +76,11 @@ def per_example_gradients_loop(model: nn.Module, x: Tensor, y: Tensor) -> Tensor
 # -- the training loop ----------------------------------------------------------------------------
 
 
+MAX_LR = 1e6
+LR_HINT = ("a larger rate only overflows the float32 weights (Adam's step fails outright near "
+           "1e37); give a rate such as 0.01-1")
+
+
 @dataclass(frozen=True)
 class DPSGDConfig:
     """One DP-SGD run. ``clip`` None: no clipping; ``noise_multiplier`` 0: no noise.
@@ -98,7 +103,7 @@ class DPSGDConfig:
     def __post_init__(self) -> None:
         require_positive_int("batch_size", self.batch_size)
         require_positive_int("epochs", self.epochs)
-        require_in_range("lr", self.lr, low=0.0)
+        require_in_range("lr", self.lr, low=0.0, high=MAX_LR, hint=LR_HINT)
         if self.clip is not None:
             require_in_range("clip", self.clip, low=0.0, hint="the clipping threshold C is > 0")
         require_in_range("noise_multiplier", self.noise_multiplier, low=0.0, low_inclusive=True)
@@ -189,7 +194,9 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 1024,
                  if generator is not None and hasattr(model, "draw_readout_noise") else None)
         logits = model(xb) if noise is None else model(xb, readout_noise=noise)
         loss += float(F.cross_entropy(logits, yb, reduction="sum"))
-        correct += int((logits.argmax(dim=1) == yb).sum())
+        # a row of logits that is not finite predicts no class (argmax would call it class 0)
+        predicted = (logits.argmax(dim=1) == yb) & torch.isfinite(logits).all(dim=1)
+        correct += int(predicted.sum())
     n = max(x.shape[0], 1)
     return {"loss": loss / n, "accuracy": correct / n}
 
@@ -236,7 +243,9 @@ def train_dpsgd(
     (same initialisation and batches); the record then holds the distance from it.
     Each record: ``epoch``, ``train_loss``, ``train_accuracy``, ``test_accuracy``,
     ``seconds``, ``batch_clip_fraction`` (mean over the epoch's batches) and, with
-    ``diagnostics``, every statistic of :func:`epoch_diagnostics`.
+    ``diagnostics``, every statistic of :func:`epoch_diagnostics`; ``non_finite`` when any of
+    its numbers is not finite. Training stops after the first epoch whose training loss is not
+    finite; that record has ``diverged`` and is the last.
     """
     n_train = x_train.shape[0]
     if n_train < 1:
@@ -272,7 +281,12 @@ def train_dpsgd(
             record.update(epoch_diagnostics(model, x_train, y_train, config=config))
         if not all(math.isfinite(v) for v in record.values() if isinstance(v, float)):
             record["non_finite"] = True
+        if not math.isfinite(record["train_loss"]):
+            # no step from non-finite weights recovers: stop here, as the forecaster does
+            record["diverged"] = True
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)
+        if record.get("diverged"):
+            break
     return history

@@ -19,6 +19,7 @@ Every input is validated before anything is computed. With ``out_dir`` the run w
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import time
@@ -31,7 +32,7 @@ from torch import nn
 
 from qpriv.classification.bounds import clipping_bias_bound, structural_clip
 from qpriv.classification.data import TASKS, ClassificationData, load_task
-from qpriv.classification.dpsgd import DPSGDConfig, train_dpsgd
+from qpriv.classification.dpsgd import LR_HINT, MAX_LR, DPSGDConfig, train_dpsgd
 from qpriv.classification.loader import fit_loaders
 from qpriv.classification.models import (
     GroupNormCNN,
@@ -130,6 +131,10 @@ def train_classifier(
 
     Returns:
         ``accuracy`` (test, or validation with ``validation``; final epoch), ``evaluated_on``,
+        ``diverged_epoch`` (the epoch whose training loss was not finite, where training
+        stopped, or None; a model with non-finite outputs predicts no class, so its accuracy
+        counts every such example wrong; the privacy reported is that of the planned run,
+        which bounds the shorter one),
         ``train_accuracy``, ``final_diagnostics``,
         ``history`` (one record per epoch), ``parameters`` (trainable count), ``clip``,
         ``unclipped_reference`` (with ``unclipped_reference``),
@@ -185,10 +190,13 @@ def train_classifier(
                 twin, **inputs, config=ref_config, diagnostics=False,
                 **_generators(seed), on_epoch=_printer("unclipped", epochs, progress),
             )
+            # a reference that diverged has no loss to measure the later epochs against
             reference = [h["train_loss"] for h in ref_history]
+            reference += [math.nan] * (epochs - len(reference))
             reference_info = {"unclipped_reference": {
                 "accuracy": ref_history[-1]["test_accuracy"],
                 "train_loss": ref_history[-1]["train_loss"],
+                "diverged_epoch": _diverged_epoch(ref_history),
                 "what": "the same initial model and batches, no clipping, no noise"}}
 
         history = train_dpsgd(
@@ -207,6 +215,7 @@ def train_classifier(
         "parameters": count_parameters(net),
         "accuracy": last["test_accuracy"],
         "evaluated_on": "validation" if validation is not None else "test",
+        "diverged_epoch": _diverged_epoch(history),
         "train_accuracy": last["train_accuracy"],
         "final_diagnostics": {k: last[k] for k in diag_keys},
         "clip": clip_info,
@@ -224,6 +233,11 @@ def train_classifier(
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
     return result
+
+
+def _diverged_epoch(history: list[dict]) -> int | None:
+    """The epoch where :func:`train_dpsgd` stopped on a non-finite loss, or None."""
+    return history[-1]["epoch"] if history and history[-1].get("diverged") else None
 
 
 # -- validation and set-up ------------------------------------------------------------------------
@@ -275,7 +289,7 @@ def _validate(**args) -> dict:
     require_positive_int("epochs", args["epochs"])
     if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
         raise InvalidInputError(f"seed = {args['seed']!r} is not an integer")
-    require_in_range("lr", args["lr"], low=0.0)
+    require_in_range("lr", args["lr"], low=0.0, high=MAX_LR, hint=LR_HINT)
     if args["eps"] is not None:
         require_in_range("eps", args["eps"], low=0.0, hint="a privacy budget must be > 0")
     require_in_range("delta", args["delta"], low=0.0, high=1.0, high_inclusive=False,
@@ -431,6 +445,7 @@ def _printer(name: str, epochs: int, enabled: bool):
         clip, align = record.get("clip_probability"), record.get("alignment")
         extra = "" if clip is None else f", p_clip {clip:.2f}"
         extra += "" if align is None else f", A_C {align:.3f}"
+        extra += ", DIVERGED: training stops" if record.get("diverged") else ""
         print(f"{name} epoch {record['epoch']}/{epochs}: train loss "
               f"{record['train_loss']:.4f}, test acc {record['test_accuracy']:.3f}{extra}, "
               f"{record['seconds']:.1f} s", file=sys.stderr)

@@ -315,6 +315,7 @@ def final_rows(grouped: dict[tuple, list[dict]], *, keys: Sequence[str],
         row["epochs"] = len(results[0]["history"])
         row["lr"] = results[0]["request"]["lr"]
         _add(row, "accuracy", (r["accuracy"] for r in results))
+        row["diverged_seeds"] = sum(r.get("diverged_epoch") is not None for r in results)
         for metric in metrics:
             _add(row, metric, (r["final_diagnostics"].get(metric) for r in results))
         if results[0].get("eps"):

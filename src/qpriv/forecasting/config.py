@@ -23,6 +23,16 @@ def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
     return int(value)
 
 
+def n_tokens(*, dim: int, stride: int, seq_len: int) -> int:
+    """T = floor((L - D) / s) + 1, the sliding-window tokens per channel (SPEC section 3,
+    item 2). The one place the count is written: the model and the accountant both read it."""
+    if seq_len < dim:
+        raise InvalidInputError(
+            f"seq_len = {seq_len} is shorter than one token (dim = {dim}); use seq_len >= dim"
+        )
+    return (seq_len - dim) // stride + 1
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes and noise settings of one forecaster.
@@ -129,7 +139,7 @@ class ModelConfig:
     @property
     def n_tokens(self) -> int:
         """T = floor((L - D) / s) + 1, the number of sliding-window tokens per channel."""
-        return (self.seq_len - self.dim) // self.stride + 1
+        return n_tokens(dim=self.dim, stride=self.stride, seq_len=self.seq_len)
 
     @property
     def n_features(self) -> int:

@@ -53,6 +53,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.forecasting.config import n_tokens
 from qpriv.privacy.calibration import (
     DEFAULT_ALPHA,
     DEFAULT_D,
@@ -247,15 +248,6 @@ def sic_aligned_pair(*, p: float, d: float, dim: int) -> NeighbourPair:
 
 
 # --- composition plans ------------------------------------------------------------------------
-
-def n_tokens(*, dim: int, stride: int, seq_len: int) -> int:
-    """Tokens per window and channel, ``floor((L - D) / s) + 1`` (SPEC section 3, item 2)."""
-    if seq_len < dim:
-        raise InvalidInputError(
-            f"seq_len = {seq_len} is shorter than one token (dim = {dim}); use seq_len >= dim"
-        )
-    return (seq_len - dim) // stride + 1
-
 
 def tokens_per_window(*, dim: int, stride: int, seq_len: int) -> int:
     """The most tokens of one window that hold the same time step (``ceil(D/s)`` inside)."""

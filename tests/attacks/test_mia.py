@@ -114,6 +114,7 @@ def test_mia_on_a_tiny_run(ldpt_run_dir):
     assert attack["n_members"] == attack["n_nonmembers"] == 64
     assert any("64 windows per class, not the 1000 asked" in note for note in report["notes"])
     assert report["eps_per_pass"]["kind"] == "local eps-QDP per pass"
+    assert any("not for the trained weights this attack reads" in n for n in report["notes"])
     assert 0.0 <= attack["accuracy"] <= 1.0 and 0.0 <= attack["auc"] <= 1.0
     assert attack["loss_gap"] == pytest.approx(
         attack["member_loss_mean"] - attack["nonmember_loss_mean"])

@@ -39,6 +39,9 @@ def test_paper_run_carries_the_rigorous_accounting_beside(tmp_path):
     # N_s shots of one token state already exceed the paper's per-pass claim (SPEC 8.2)
     assert rig["eps_token"]["value"] > 0.1
     assert any("trace distance" in a for a in rig["assumptions"])
+    # it holds for the released features: the targets and RevIN's statistics bypass them
+    assert "forecast targets" in rig["covers"] and "RevIN" in rig["covers"]
+    assert any("trained weights are not covered" in n for n in result["privacy_notes"])
     cached = list((tmp_path / "cache" / "qpriv" / "accounting").iterdir())
     assert len(cached) == 1
 
@@ -51,6 +54,9 @@ def test_rigorous_run_is_calibrated_to_its_record_budget(tmp_path):
     assert total == {"value": 3.0, "kind": "composed", "accounting": "rigorous",
                      "delta": 1e-5, "unit": "record", "epochs": 1}
     assert result["model"]["normalisation"] == "fixed"  # the side channel is closed
+    assert "RevIN" not in result["rigorous"]["covers"]
+    assert "forecast targets" in result["rigorous"]["covers"]
+    assert "the trained weights are not covered" in result["privacy"]
     achieved = result["rigorous_calibration"]["achieved"]["eps"]["value"]
     assert achieved <= 3.0 * (1 + 1e-6)
     assert result["rigorous"]["eps_record"]["value"] <= 3.0 * 1.02

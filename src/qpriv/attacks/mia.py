@@ -235,7 +235,14 @@ def mia_on_run(
     nonmembers = per_window_losses(model, data.test, index=nonmember_index,
                                    seed=derive_seed(seed, "mia-nonmembers"))
     attack = membership_inference(members, nonmembers, seed=seed, folds=folds)
+    from qpriv.forecasting.methods import GLOBAL_DP
+
     notes = []
+    claim = loaded.result.get("eps_per_pass") or loaded.result.get("eps_total")
+    if claim and loaded.result.get("privacy") != GLOBAL_DP:
+        notes.append("the run's epsilon holds for what passes its mechanism (the released "
+                     "features or inputs), not for the trained weights this attack reads: the "
+                     "forecast targets reach them without the mechanism")
     if n_used < n:
         notes.append(
             f"{n_used} windows per class, not the {n} asked: the run has {len(data.train)} "

@@ -39,6 +39,7 @@ from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.rigorous import (
     RIGOROUS_KIND,
     RIGOROUS_PRIVACY,
+    TARGETS_NOTE,
     rigorous_setup,
     rigorous_summary,
 )
@@ -321,6 +322,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "paper accounting counts one use of the channel per token and pass; the features "
             "release N_s shots of every token, over all tokens and passes (SPEC 8.2): see the "
             "rigorous accounting",
+            TARGETS_NOTE,
             *(["RevIN's per-window mean and std reach the output without passing the channel "
                "(side channel, SPEC 8.4)"] if setup.config.normalisation == "revin" else
               ["normalisation fixed: no per-window statistic bypasses the channel"]),

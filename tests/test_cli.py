@@ -37,6 +37,20 @@ def test_calibrate_table_labels_every_epsilon(capsys):
     assert "0.9505" in out and "0.6170" in out
 
 
+def test_every_printed_epsilon_carries_its_delta():
+    from qpriv.cli import _labelled
+
+    assert _labelled({"value": 2.5605, "kind": "composed", "accounting": "paper",
+                      "delta_prime": 1e-6}) == "2.561 (composed, delta'=1e-06, accounting=paper)"
+    assert _labelled({"value": 0.9999, "kind": "global (eps, delta)-DP", "delta": 1e-6,
+                      "accounting": "rigorous"}) == (
+        "0.9999 (global (eps, delta)-DP, delta=1e-06, accounting=rigorous)")
+    assert _labelled({"value": 2.0, "kind": "composed", "accounting": "paper",
+                      "delta_total": 2e-5}) == "2 (composed, total delta=2e-05, accounting=paper)"
+    assert _labelled({"value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper"}
+                     ) == "0.1 (local eps-QDP per pass, accounting=paper)"
+
+
 def test_audit_channel_json(capsys):
     assert main(["audit", "channel", "--eps", "0.1", "--pairs", "300", "--json"]) == 0
     payload = _last_json(capsys)
@@ -57,6 +71,8 @@ def test_audit_channel_json(capsys):
         (["audit", "channel", "--pairs", "0"], "positive integer"),
         (["train", "--dataset", "ETTh3"], "unknown dataset"),
         (["train", "--method", "nope"], "unknown method"),
+        (["train", "--method", "dpsgd", "--eps", "1", "--delta", "1e-5"],
+         "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
         (["train", "--horizon", "0"], "positive integer"),
     ],
 )

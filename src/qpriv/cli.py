@@ -215,7 +215,7 @@ def _cmd_attack_mia(args: argparse.Namespace) -> int:
     if report["eps_per_pass"]:
         claim = f"eps per pass {_labelled(report['eps_per_pass'])}"
     elif isinstance(report.get("eps"), dict) and report["eps"]["value"] is not None:
-        claim = f"eps {_labelled(report['eps'])} at delta {report['eps']['delta']:g}"
+        claim = f"eps {_labelled(report['eps'])}"
     else:
         claim = "no privacy claim"
     print(f"Loss-threshold membership inference on {report['run']} ({report['method']}, "
@@ -243,10 +243,15 @@ def _cmd_attack_mia(args: argparse.Namespace) -> int:
 # --- qpriv train ----------------------------------------------------------------------------
 
 def _labelled(entry: object) -> str:
-    """``0.1 (local eps-QDP per pass, accounting=paper)`` from a labelled result entry."""
+    """``0.1 (local eps-QDP per pass, accounting=paper)`` from a labelled result entry, with
+    the entry's delta (or delta', or the composed total delta) where it has one."""
     if not isinstance(entry, dict):
         return "—"
-    return f"{entry['value']:.4g} ({entry['kind']}, accounting={entry['accounting']})"
+    deltas = [f"{name}={entry[key]:g}" for key, name in
+              (("delta", "delta"), ("delta_prime", "delta'"), ("delta_total", "total delta"))
+              if entry.get(key) is not None]
+    return (f"{entry['value']:.4g} ({', '.join([entry['kind'], *deltas])}, "
+            f"accounting={entry['accounting']})")
 
 
 def _value(entry: object) -> float | None:
@@ -663,7 +668,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "channel is calibrated for --eps-total at --delta per record over the "
                          "whole training, with per-window normalisation removed")
     tr.add_argument("--eps-total", type=float, help="record-level eps (--accounting rigorous)")
-    tr.add_argument("--delta", type=float, default=1e-5, help="delta of the rigorous accounting")
+    tr.add_argument("--delta", type=float,
+                    help="delta of the rigorous accounting of the LDPT feature path (default "
+                         "1e-5); DP-SGD, DP-Input and Bottleneck-DP run at the paper's 1e-6")
     tr.add_argument("--no-rigorous", action="store_true",
                     help="skip the rigorous accounting beside the paper's (a minute per new "
                          "setting, then cached)")

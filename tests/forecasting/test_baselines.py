@@ -176,6 +176,27 @@ def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     again = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
     assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+    assert config["dpsgd"] == {"eps": 8.0, "delta": 1e-6, "clip": 1.0}
+    # the noise was calibrated for eps 8: the run cannot be resumed, or re-reported, as eps 0.5
+    from qpriv.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"settings differ in \['dpsgd', 'eps'\]"):
+        run_forecast(method="dpsgd", eps=0.5, horizon=4, epochs=2, out_dir=out, resume=True,
+                     **SMALL)
+
+
+@pytest.mark.parametrize(("method", "needle"), [
+    ("dpsgd", "runs at the paper's delta = 1e-06"),
+    ("dp-input", "runs at the paper's delta = 1e-06"),
+    ("bottleneck-dp", "runs at the paper's delta = 1e-06"),
+    ("classical", "has no feature path to account"),
+])
+def test_a_delta_the_method_would_not_use_is_refused(method, needle):
+    from qpriv.errors import InvalidInputError
+
+    message = f"cannot be set for method '{method}': it {needle}"
+    with pytest.raises(InvalidInputError, match=message):
+        run_forecast(method=method, eps=1.0, delta=1e-5, horizon=4, epochs=1, **SMALL)
 
 
 @needs_ett

@@ -28,6 +28,7 @@ import torch
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import DATASETS, load_forecasting_data
+from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
     GLOBAL_DP,
     LOCAL_DP,
@@ -58,7 +59,8 @@ DEFAULT_DELTA = 1e-5
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA}
 """Keys config.json gained after its first release, with what an older run did: it used the
 paper's accounting, and delta (read only by the rigorous accounting, which came with these keys)
-was the default."""
+was the default. (``eps`` and ``dpsgd``, the requested budget and DP-SGD's settings, came
+later; an older run has no default for them, so resuming one that is unfinished is refused.)"""
 
 
 def read_request(path: Path) -> dict:
@@ -90,7 +92,7 @@ def run_forecast(
     overrides: Mapping[str, Any] | None = None,
     delta_prime: float = DEFAULT_DELTA_PRIME,
     accounting: str = "paper",
-    delta: float = DEFAULT_DELTA,
+    delta: float | None = None,
     rigorous: bool = True,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
@@ -118,7 +120,9 @@ def run_forecast(
             ``"rigorous"`` (``eps`` is the record-level eps over the whole training at
             ``delta``; the channel's p comes from the rigorous accountant and per-window
             normalisation is removed, see :mod:`qpriv.forecasting.rigorous`).
-        delta: delta of the rigorous accounting.
+        delta: delta of the rigorous accounting of the feature path (None: 1e-5). Methods
+            with a delta of their own (DP-SGD, DP-Input, Bottleneck-DP: the paper's 1e-6)
+            refuse one, rather than ignore it.
         rigorous: add the rigorous (eps, delta) of token, window and record beside the paper's
             numbers for methods with the channel (about a minute the first time a setting is
             seen, then cached).
@@ -152,6 +156,17 @@ def run_forecast(
     epochs = train_config.epochs
     if accounting not in ("paper", "rigorous"):
         raise InvalidInputError(f"accounting = {accounting!r} is not 'paper' or 'rigorous'")
+    if delta is None:
+        delta = DEFAULT_DELTA
+    elif not (setup.config.use_quantum and setup.privacy == LOCAL_QDP):
+        own = setup.dpsgd is not None or "delta" in setup.noise
+        raise InvalidInputError(
+            f"delta = {delta:g} cannot be set for method {method!r}: "
+            + (f"it runs at the paper's delta = {METHOD_DELTA:g}" if own else
+               "it has no feature path to account")
+            + "; delta sets the rigorous accounting of the LDPT feature path (ldpt and the "
+            "ablations that keep the channel)"
+        )
     delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
                              hint="delta is a probability, typically 1e-5")
     if accounting == "rigorous":
@@ -186,7 +201,8 @@ def run_forecast(
             "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
             "eval_passes": eval_passes, "overrides": dict(overrides or {}),
-            "accounting": accounting, "delta": delta,
+            "accounting": accounting, "delta": delta, "eps": eps,
+            "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
             "train": {k: v for k, v in train_config.as_dict().items() if k != "progress"},
         }

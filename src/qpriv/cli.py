@@ -459,6 +459,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
         if key in diag:
             value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
             print(f"  {key.replace('_', ' ')}: {value}")
+    for note in result.get("privacy_notes", []):
+        print(f"  note: {note}")
     return 0
 
 

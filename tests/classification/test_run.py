@@ -42,6 +42,22 @@ def test_a_diverging_run_stops_and_says_so() -> None:
     assert r["unclipped_reference"]["diverged_epoch"] == 1
 
 
+@pytest.mark.usefixtures("nan_classifier_weights")
+def test_a_private_run_that_diverges_accounts_the_steps_it_took() -> None:
+    from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
+
+    r = train_classifier(task="synthetic", model="mlp", clip=1.0, eps=10.0,
+                         **{**FAST, "epochs": 3})
+    assert r["diverged_epoch"] == 1
+    eps, sigma = r["eps"], r["noise_multiplier"]["value"]
+    steps_per_epoch = round(1638 / 128)  # the 80 % training split of 2048, |B| = 128
+    assert (eps["steps"], eps["planned_steps"]) == (steps_per_epoch, 3 * steps_per_epoch)
+    assert eps["value"] == pytest.approx(dpsgd_epsilon(
+        noise_multiplier=sigma, sample_rate=128 / 1638, steps=steps_per_epoch, delta=1e-5))
+    assert eps["value"] < 10.0 * 0.8  # one epoch of three spends well under the target
+    assert any("not private releases" in note for note in r["privacy_notes"])
+
+
 def test_a_finite_run_has_no_diverged_epoch() -> None:
     r = train_classifier(task="synthetic", model="mlp", clip=1.0, **FAST)
     assert r["diverged_epoch"] is None and len(r["history"]) == 1

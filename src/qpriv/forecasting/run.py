@@ -297,6 +297,8 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
                     "overlapping windows, so a record-level guarantee follows only by group "
                     "privacy over those windows",
                     "RevIN statistics are per window and inside the clipped gradient: covered",
+                    "the guarantee covers the trained weights; the training history (loss per "
+                    "epoch, clipped fraction) is computed without noise and is not covered",
                     SCALER_NOTE]}
     if setup.privacy == LOCAL_DP:
         eps = setup.eps_per_pass

@@ -324,10 +324,56 @@ def markdown(report: ExperimentReport, exp: Experiment) -> str:
                                             for row in report.rows], markdown=True))
     else:
         lines.append("No rows: every cell failed.")
+    legend = epsilon_legend(report.rows, columns)
+    if legend:
+        lines += ["", "## What each epsilon column is", "", *legend]
+    from qpriv.experiments.paper_numbers import PAPER_TABLES
+
+    if exp.paper in PAPER_TABLES and PAPER_TABLES[exp.paper].notes:
+        lines += ["", "## Notes on the paper's numbers", ""]
+        lines += [f"- {note}" for note in PAPER_TABLES[exp.paper].notes]
     if report.failures:
         lines += ["", "## Failed cells", ""]
         lines += [f"- `{f['cell']}`: {f['error']}" for f in report.failures]
     return "\n".join(lines) + "\n"
+
+
+EPS_COLUMNS = ("eps", "eps_train", "eps_advanced", "eps_spent")
+
+
+def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
+    """One line per privacy notion among the rows' methods: what its epsilon columns mean,
+    with kind, delta and accounting (a column mixes notions across methods, as the paper's)."""
+    from qpriv.forecasting.methods import GLOBAL_DP, LOCAL_DP, LOCAL_QDP, METHODS
+
+    shown = [c for c in EPS_COLUMNS if c in columns]
+    if not shown:
+        return []
+    meaning = {
+        LOCAL_QDP: ("`eps` is the per-pass budget eps_s, local eps-QDP per pass (trace distance "
+                    "d = 0.1, full norm), accounting=paper; `eps_train` / `eps_advanced` compose "
+                    "it over the run's epochs by advanced composition (eq. 17, delta' = 1e-6), "
+                    "accounting=paper. Both hold for the released quantum features only (RevIN "
+                    "statistics and the forecast targets bypass the channel); `qpriv account` "
+                    "gives the rigorous numbers"),
+        GLOBAL_DP: ("`eps` is the target of global (eps, delta = 1e-6)-DP on the trained weights; "
+                    "`eps_train` / `eps_spent` are what the run spent, Opacus RDP, "
+                    "accounting=rigorous"),
+        LOCAL_DP: ("`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian "
+                   "mechanism, L2 sensitivity 1), accounting=paper"),
+    }
+    by_text: dict[str, list[str]] = {}
+    for row in rows:
+        method = METHODS.get(str(row.get("method")))
+        if method is None:
+            continue
+        text = meaning.get(method.privacy) or (
+            "`eps` only sets a noise scale: no privacy guarantee" if method.needs_eps
+            else "no noise and no privacy guarantee")
+        if row["method"] not in by_text.setdefault(text, []):
+            by_text[text].append(row["method"])
+    return [f"- {', '.join(f'`{m}`' for m in methods)}: {text}."
+            for text, methods in by_text.items()]
 
 
 def print_list(stream: Any = None) -> None:

@@ -256,7 +256,13 @@ def audit_trace_distance(
     if not run.config.use_quantum:
         return _not_applicable(2, f"method {run.method!r} has no quantum path: no token is "
                                   "amplitude-encoded")
-    d = float(run.result["calibration"]["d"]) if run.claims_local_qdp else 0.1
+    rigorous_d = ((run.result.get("rigorous_calibration") or {}).get("achieved") or {}).get("d")
+    if run.claims_local_qdp:
+        d, whose = float(run.result["calibration"]["d"]), None
+    elif rigorous_d is not None:
+        d, whose = float(rigorous_d), "the neighbourhood of this run's rigorous accounting"
+    else:
+        d, whose = 0.1, "the paper's neighbourhood (this run claims none)"
     sample = encoded_token_vectors(run, _require_data(data), windows=windows, seed=seed)[:pairs]
     rng = np.random.default_rng(derive_seed(seed, "audit-trace-distance"))
     rows = [single_feature_trace_distances(sample, tau=tau, d=d, rng=rng) for tau in taus]
@@ -270,8 +276,8 @@ def audit_trace_distance(
               f"{d:g} up to tau = {_tau_text(largest_within)}, 95th percentile up to tau = "
               f"{_tau_text(largest_p95_within)}; "
               f"eq. 18 (not a bound) exceeded in {eq18} pairs (informational)")
-    if not run.claims_local_qdp:
-        detail += f"; d = {d:g} is the paper's neighbourhood (this run claims none)"
+    if whose:
+        detail += f"; d = {d:g} is {whose}"
     return AuditResult(
         number=2, name=AUDIT_NAMES[2], status=PASS if violations == 0 else FAIL,
         measured=violations, threshold="0 pairs above 2 tau/||x||_2", detail=detail,

@@ -101,6 +101,12 @@ def test_out_dir_gets_config_and_result(tmp_path) -> None:
     assert json.loads((out / "config.json").read_text())["model"] == "lipschitz"
     with pytest.raises(InvalidInputError, match="already holds a result"):
         train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out, **FAST)
+    # a budget the accountant refuses leaves nothing behind
+    refused = tmp_path / "refused"
+    with pytest.raises(InvalidInputError, match="no noise multiplier"):
+        train_classifier(task="synthetic", model="mlp", clip=1.0, eps=1e-300, out_dir=refused,
+                         **FAST)
+    assert not refused.exists() or not any(refused.iterdir())
 
 
 def test_image_models_on_digits() -> None:

@@ -63,6 +63,8 @@ def test_bad_input_is_named() -> None:
                              accountant="gdp")
     with pytest.raises(InvalidInputError, match=r"even infinite noise converts to eps = 0\.00575"):
         noise_multiplier_for(eps=0.005, delta=1e-6, sample_rate=0.01, steps=100)
+    with pytest.raises(InvalidInputError, match=r"eps = 1e\+20 is outside .* train without"):
+        noise_multiplier_for(eps=1e20, delta=1e-6, sample_rate=0.01, steps=100)  # no hang
     with pytest.raises(InvalidInputError, match="batch_size = 100 exceeds"):
         dpsgd_schedule(n_train=50, batch_size=100, epochs=1)
     with pytest.raises(InvalidInputError, match="noise_multiplier = 0"):

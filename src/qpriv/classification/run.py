@@ -162,8 +162,7 @@ def train_classifier(
         if validation is not None:
             data = data.validation_split(validation)
         _check_model_for_task(model, data)
-        if out is not None:
-            atomic_write_json(out / CONFIG_FILE, {**request, "task_data": data.summary()})
+        written_request = {**request, "task_data": data.summary()}
         inputs, extra = _model_inputs(model, data, request)
         if model == "lipschitz":
             request = {**request, "lipschitz": float(clip)}
@@ -179,6 +178,8 @@ def train_classifier(
                              sampling="poisson" if eps is not None else "shuffle")
         privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta)
         config = replace(config, noise_multiplier=privacy["sigma"])
+        if out is not None:  # only once every setting, the accountant's included, is accepted
+            atomic_write_json(out / CONFIG_FILE, written_request)
         initial = {k: v.detach().clone() for k, v in net.state_dict().items()}
 
         reference, reference_info = None, {}

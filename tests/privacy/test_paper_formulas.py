@@ -139,6 +139,16 @@ def test_gaussian_mechanism_table15(eps, sigma):
     assert gaussian_sigma(eps=eps, delta=1e-6, sensitivity=1.0) == pytest.approx(sigma, abs=5e-3)
 
 
+def test_the_edges_of_the_budget_range():
+    # the largest budget still calibrates a channel that adds noise, and its composition is
+    # finite; past e^eps's float range advanced composition promises nothing
+    top = calibrate(700.0)
+    assert 0.0 < top.p < 1e-240
+    assert math.isfinite(advanced_composition(700.0, epochs=20))
+    assert advanced_composition(800.0, epochs=20) == math.inf
+    assert 0.0 < calibrate(2e-15).p < 1.0
+
+
 def test_gaussian_mechanism_scales_and_labels_its_range():
     assert gaussian_sigma(eps=0.1, delta=1e-6, sensitivity=2.0) == pytest.approx(2 * 52.988, 1e-4)
     assert gaussian_guarantee_holds(0.5)
@@ -155,6 +165,8 @@ def test_gaussian_mechanism_scales_and_labels_its_range():
         (lambda: calibrate(0.1, dim=12), "power of two"),
         (lambda: calibrate(0.1, alpha=1.5), "alpha"),
         (lambda: lindblad_gamma(1.0), "infinite Lindblad rate"),
+        (lambda: calibrate(1000.0), "eps_s = 1000 is outside the valid range (0, 700]"),
+        (lambda: calibrate(1e-20), "eps_s = 1e-20 is too small"),
         (lambda: gaussian_sigma(eps=0.1, delta=1.0), "delta = 1"),
         (lambda: advanced_composition(0.1, epochs=0), "epochs = 0"),
         (lambda: measurement_epsilon_bound(d=0.1, n_shots=0), "n_shots = 0"),

@@ -44,6 +44,7 @@ from qpriv.forecasting.rigorous import (
     rigorous_setup,
     rigorous_summary,
 )
+from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.training.checkpoints import atomic_write_json
@@ -143,7 +144,14 @@ def run_forecast(
             settings differ from the checkpointed run.
     """
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
-    setup = setup_method(method, base=base, eps=eps, overrides=overrides)
+    method_eps = eps
+    if accounting == "rigorous" and eps is not None:
+        eps = require_in_range("eps_total (rigorous, record level)", eps, low=0.0,
+                               hint="a privacy budget must be > 0")
+        # rigorous_setup replaces the paper chain's p and sigma: only the method's structure
+        # is kept, so any budget the chain accepts will do to build it
+        method_eps = min(eps, MAX_EPS)
+    setup = setup_method(method, base=base, eps=method_eps, overrides=overrides)
     training = {"epochs": DEFAULT_EPOCHS, **setup.training}
     if epochs is not None:
         if training.get("warmup_epochs"):

@@ -8,9 +8,10 @@ epsilons here are local eps-QDP per pass under the bounded trace-distance neighb
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import asdict, dataclass, field
 
-from qpriv.errors import require_in_range
+from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.privacy.theorems import check_dim, check_p, check_trace_distance
 
 #: The paper's defaults (section 4 and 7.2).
@@ -31,9 +32,16 @@ FIDELITY_NOTE = (
 PAPER_TABLE7_FIDELITY = {0.1: 0.617, 0.5: 0.713, 1.0: 0.804, 5.0: 0.974}
 
 
+MAX_EPS = 700.0
+"""The largest budget the paper's formulas take: e^eps stays finite in float64, and the channel
+calibrated for it still adds noise (p is about 1e-243 at eps_s = 700)."""
+
+
 def check_eps(name: str, eps: float) -> float:
-    """Return a privacy budget if it is a finite positive number."""
-    return require_in_range(name, eps, low=0.0, hint="a privacy budget must be > 0")
+    """Return a privacy budget if it is a finite number in (0, :data:`MAX_EPS`]."""
+    return require_in_range(name, eps, low=0.0, high=MAX_EPS,
+                            hint=f"a privacy budget must be > 0, and above {MAX_EPS:g} e^eps "
+                                 "overflows and the channel adds no noise")
 
 
 def depolarizing_p(*, eps_ch: float, d: float = DEFAULT_D, dim: int = DEFAULT_DIM) -> float:
@@ -135,6 +143,13 @@ def calibrate(
     alpha = require_in_range("alpha (channel share of eps_s)", alpha, low=0.0, high=1.0)
     eps_ch = alpha * eps_s
     p = depolarizing_p(eps_ch=eps_ch, d=d, dim=dim)
+    if p >= 1.0:
+        smallest = 4 * check_trace_distance(d) * dim * sys.float_info.epsilon / alpha
+        raise InvalidInputError(
+            f"eps_s = {eps_s:g} is too small: the channel would have to depolarize fully "
+            f"(p = dD / (e^(alpha eps_s) - 1 + dD) rounds to 1, an infinite Lindblad rate); "
+            f"use eps_s >= {smallest:.1g}"
+        )
     notes: list[str] = []
     eps_me = measurement_budget(eps_s=eps_s, eps_ch=eps_ch)
     if eps_me is None:

@@ -7,6 +7,7 @@ neighbourhood, not a global add/remove-one-record (eps, delta)-DP guarantee (pap
 from __future__ import annotations
 
 import math
+import sys
 
 from qpriv.errors import require_in_range, require_positive_int
 
@@ -29,4 +30,6 @@ def advanced_composition(eps: float, *, epochs: int, delta_prime: float = 1e-6) 
         hint="delta' is a probability in (0, 1), typically 1e-6",
     )
     T = require_positive_int("epochs", epochs)
+    if eps > math.log(sys.float_info.max):  # e^eps overflows: the bound promises nothing
+        return math.inf
     return eps * math.sqrt(2 * T * math.log(1 / delta_prime)) + T * eps * math.expm1(eps)

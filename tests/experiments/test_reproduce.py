@@ -32,6 +32,13 @@ def test_every_paper_table_and_figure_is_registered():
         experiment("table99")
 
 
+def test_a_seed_given_twice_is_refused(tmp_path):
+    with pytest.raises(InvalidInputError, match=r"seeds \[5\] are given more than once"):
+        run_experiment("table16", budget=TINY, seeds=[5, 6, 5], out_dir=tmp_path,
+                       progress=False)
+    assert not any(tmp_path.iterdir())
+
+
 def test_cell_keys_are_unique_and_seeds_group():
     a = Cell("ldpt", 0.1, seed=2024)
     assert a.key == "ETTh1-H24-ldpt-eps0.1-s2024"

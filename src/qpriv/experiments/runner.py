@@ -92,6 +92,12 @@ def run_experiment(
     for seed in seeds:
         if isinstance(seed, bool) or int(seed) != seed:
             raise InvalidInputError(f"seed {seed!r} is not an integer")
+    repeated = sorted({int(s) for s in seeds if list(seeds).count(s) > 1})
+    if repeated:
+        raise InvalidInputError(
+            f"seeds {repeated} are given more than once: one run would count as several and "
+            "fake a spread; give each seed once"
+        )
     threads = 1 if threads is None else threads
     out = Path(out_dir)
     say = announce or (lambda line: None)

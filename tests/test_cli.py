@@ -135,6 +135,17 @@ def test_train_classifier_json(capsys):
         assert key in result["final_diagnostics"]
 
 
+def test_an_out_dir_below_a_file_is_one_line(capsys, tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
+            "--epochs", "1", "--threads", "1", "--quiet", "--out", str(blocker / "run")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"cannot use {blocker / 'run'}" in err[0]
+    assert "Not a directory" in err[0]
+
+
 @pytest.mark.usefixtures("nan_classifier_weights")
 def test_train_classifier_reports_divergence(capsys):
     argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",

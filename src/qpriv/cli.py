@@ -794,6 +794,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `qpriv calibrate | head`: the reader left, nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:  # a path the user gave that cannot be read or made (--out a/b
+        if err.filename is None:  # with a a file, an unwritable place): one line, not a trace
+            raise
+        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; check the paths given "
+              "(--out, --csv, --data-dir)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +121,38 @@ def test_a_run_that_diverges_reports_no_test_number_and_no_model(tmp_path, monke
                  "--max-train-windows", "16", "--max-eval-windows", "8", "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "no test MSE" in printed and "DIVERGED at epoch 1" in printed
+
+
+@needs_ett
+def test_a_csv_run_is_bound_to_the_bytes_it_trained_on(tmp_path):
+    from qpriv.forecasting.artifacts import load_run
+
+    rows = (Path(os.environ["QPRIV_DATA_DIR"]) / "ETTh1.csv").read_text().splitlines()[:801]
+    csv = tmp_path / "meters.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "run"
+    settings = {"csv": csv, "method": "classical", "eps": None, "horizon": 4, "epochs": 1,
+                "out_dir": out, **SMALL}
+    run_forecast(**settings)
+    assert json.loads((out / "config.json").read_text())["source_sha256"] == hashlib.sha256(
+        csv.read_bytes()).hexdigest()
+    assert load_run(out).data().n_channels == 7
+    # one changed cell: the same path is no longer the same data
+    csv.write_text("\n".join([*rows[:-1], rows[-1].replace(",", ",1", 1)]) + "\n")
+    with pytest.raises(InvalidInputError, match="is not the file the run trained on"):
+        load_run(out).data()
+    with pytest.raises(InvalidInputError, match=r"settings differ in \['source_sha256'\]"):
+        run_forecast(**settings, resume=True)
+
+
+@needs_ett
+def test_a_checkpoint_without_its_config_is_not_resumed(tmp_path):
+    out = tmp_path / "run"
+    run_forecast(method="classical", eps=None, horizon=4, epochs=1, out_dir=out, **SMALL)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(out / "checkpoint.pt", bare / "checkpoint.pt")
+    with pytest.raises(InvalidInputError, match=r"holds a checkpoint but no config\.json"):
+        run_forecast(method="classical", eps=None, horizon=8, epochs=2, out_dir=bare,
+                     resume=True, **SMALL)
+    assert sorted(p.name for p in bare.iterdir()) == ["checkpoint.pt"]

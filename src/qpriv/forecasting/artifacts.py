@@ -26,7 +26,7 @@ from typing import Any
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import DATASETS, ForecastData, load_forecasting_data
+from qpriv.forecasting.data import DATASETS, ForecastData, file_sha256, load_forecasting_data
 from qpriv.forecasting.methods import LOCAL_QDP, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
@@ -234,6 +234,13 @@ def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | N
                 raise InvalidInputError(
                     f"its CSV {csv} cannot be found; pass the file (or the directory holding "
                     f"{source.name}) with data_dir= / --data-dir"
+                )
+            recorded = request.get("source_sha256")  # None: a run from before it was recorded
+            if recorded is not None and file_sha256(csv) != recorded:
+                raise InvalidInputError(
+                    f"its CSV {csv} is not the file the run trained on (its sha256 differs from "
+                    f"the recorded {recorded[:12]}...); pass that file with data_dir= / "
+                    "--data-dir"
                 )
             data = load_forecasting_data(None, csv=csv, **kwargs)
     except InvalidInputError as exc:

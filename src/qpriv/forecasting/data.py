@@ -243,6 +243,12 @@ def _cached_sha256(path: Path) -> str:
     return _DIGESTS[key]
 
 
+def file_sha256(path: str | Path) -> str:
+    """The sha256 of a file's bytes (computed once per path, size and modification time): what
+    a run records of a user CSV, so that a changed file is never taken for the one trained on."""
+    return _cached_sha256(Path(path))
+
+
 def _verify_checksum(spec: DatasetSpec, path: Path) -> None:
     actual = _cached_sha256(path)
     if actual != spec.sha256:

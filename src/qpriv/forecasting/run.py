@@ -27,7 +27,7 @@ import torch
 
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import DATASETS, load_forecasting_data
+from qpriv.forecasting.data import DATASETS, file_sha256, load_forecasting_data
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
     GLOBAL_DP,
@@ -204,7 +204,9 @@ def run_forecast(
             if rigorous and setup.config.use_quantum and setup.config.p > 0
             and setup.privacy in (LOCAL_QDP, RIGOROUS_PRIVACY) else {})
         request = {
-            "dataset": data.dataset, "source": str(data.source), "channels": list(data.channels),
+            "dataset": data.dataset, "source": str(data.source),
+            "source_sha256": None if csv is None else file_sha256(data.source),
+            "channels": list(data.channels),
             "seq_len": seq_len, "horizon": horizon, "method": method,
             "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
@@ -388,6 +390,11 @@ def _write_config(path: Path, request: dict, *, resume: bool) -> None:
     the user cache): it is verified against its published sha256, so the bytes are the same and
     only a user CSV's path counts as a setting.
     """
+    if resume and not path.is_file() and (path.parent / CHECKPOINT).exists():
+        raise InvalidInputError(
+            f"cannot resume the run in {path.parent}: it holds a checkpoint but no {path.name}, "
+            "so its settings cannot be checked against these; start a new run in another out_dir"
+        )
     if resume and path.is_file():
         saved = read_request(path)
         current = json.loads(json.dumps(request))

@@ -322,6 +322,10 @@ _GOOD = [f"{i},{i * i % 7}" for i in range(10)]
         (_rows([]), ["0 data row", "at least two"]),
         ("date,a\n2020-01-01,1\nyesterday,2\n", ["unparseable", "'yesterday'", "line 3"]),
         ("date\n2020-01-01\n2020-01-02\n", ["no channel"]),
+        ("date,a,a\n2020-01-01,1,2\n2020-01-02,3,4\n", ["names the columns ['a'] more than"]),
+        ("date,a\n2020-01-02,1\n2020-01-01,2\n",
+         ["not strictly increasing", "line 3 ('2020-01-01')", "line 2 ('2020-01-02')"]),
+        ("date,a\n2020-01-01,1\n2020-01-01,2\n", ["not strictly increasing", "line 3"]),
     ],
 )
 def test_bad_csv_is_rejected_with_a_clear_message(

@@ -38,6 +38,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -319,6 +320,13 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {path} as CSV: {exc}") from exc
     raw.columns = [str(col).strip() for col in raw.columns]
+    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+                         skipinitialspace=True).iloc[0].astype(str).str.strip().tolist()
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:  # pandas would quietly rename the second one (HUFL -> HUFL.1)
+        raise InvalidInputError(
+            f"{path} names the columns {repeated} more than once; give every column its own name"
+        )
 
     date_cols = [col for col in raw.columns if col.lower() == "date"]
     if not date_cols:
@@ -401,7 +409,9 @@ def _numeric_column(path: Path, raw: pd.DataFrame, col: str) -> np.ndarray:
 
 def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
     try:
-        parsed = pd.to_datetime(text.astype(str).str.strip(), errors="coerce")
+        with warnings.catch_warnings():  # "could not infer format": a bad date is reported below
+            warnings.simplefilter("ignore", UserWarning)
+            parsed = pd.to_datetime(text.astype(str).str.strip(), errors="coerce")
     except (ValueError, TypeError) as exc:  # e.g. mixed time zones
         raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
     bad = np.flatnonzero(parsed.isna().to_numpy())
@@ -412,7 +422,16 @@ def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
             f"line {row + 2} (data row {row + 1}); write every date in one format, e.g. ISO "
             "8601 '2016-07-01 00:00:00'."
         )
-    return pd.DatetimeIndex(parsed)
+    index = pd.DatetimeIndex(parsed)
+    steps = np.flatnonzero(np.diff(index.asi8) <= 0)
+    if steps.size:  # windows are cut in file order: it must be time order
+        row = int(steps[0]) + 1
+        raise InvalidInputError(
+            f"the dates of {path} are not strictly increasing: line {row + 2} "
+            f"({text.iloc[row]!r}) does not come after line {row + 1} ({text.iloc[row - 1]!r}); "
+            "sort the file by date and keep one row per timestamp"
+        )
+    return index
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,6 +37,15 @@ def test_calibrate_table_labels_every_epsilon(capsys):
     assert "0.9505" in out and "0.6170" in out
 
 
+def test_methods_lists_every_method_with_its_claim(capsys):
+    from qpriv.forecasting.methods import METHODS
+
+    assert main(["methods"]) == 0
+    out = capsys.readouterr().out
+    assert {line.split()[0] for line in out.splitlines()[2:]} == set(METHODS)
+    assert "global (eps, delta)-DP" in out and "local eps-QDP per pass" in out
+
+
 def test_every_printed_epsilon_carries_its_delta():
     from qpriv.cli import _labelled
 
@@ -74,6 +83,12 @@ def test_audit_channel_json(capsys):
         (["train", "--method", "ldpt", "--accounting", "rigorous", "--eps-total", "0"],
          "eps_total (rigorous, record level) = 0 is outside"),
         (["calibrate", "--eps", "1000"], "eps_s = 1000 is outside the valid range (0, 700]"),
+        (["train", "--method", "classical", "--eps", "0.1"], "takes no --eps; leave it out"),
+        (["train", "--accounting", "rigorous", "--eps-total", "8", "--eps", "0.5"],
+         "takes --eps-total only"),
+        (["train", "--data-dir", "/no/such/dir"], "'/no/such/dir' does not exist"),
+        (["train", "--out", ""], "an empty path"),
+        (["reproduce", "table1", "--quick", "--budget", "full"], "ask for two budgets"),
         (["train", "--method", "dpsgd", "--eps", "1", "--delta", "1e-5"],
          "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
         (["train", "--horizon", "0"], "positive integer"),

@@ -259,7 +259,21 @@ def _value(entry: object) -> float | None:
     return entry["value"] if isinstance(entry, dict) else entry
 
 
+DEFAULT_TRAIN_EPS = 0.1
+"""``qpriv train``'s budget for a method that calibrates to one when --eps is not given."""
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from qpriv.forecasting.methods import METHODS
+
+    rows = [[name, entry.privacy, "yes" if entry.needs_eps else "no", entry.summary]
+            for name, entry in METHODS.items()]
+    print(format_table(["method", "privacy it claims", "takes --eps", "what it is"], rows))
+    return 0
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
+    from qpriv.forecasting.methods import method as method_entry
     from qpriv.forecasting.run import run_forecast
 
     eps = args.eps
@@ -267,13 +281,23 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.eps_total is None:
             raise InvalidInputError("--accounting rigorous needs --eps-total E (the record-level "
                                     "eps over the whole training, at --delta)")
+        if args.eps is not None:
+            raise InvalidInputError("--eps is the paper's per-pass budget; --accounting rigorous "
+                                    "takes --eps-total only")
         eps = args.eps_total
     elif args.eps_total is not None:
         raise InvalidInputError("--eps-total is the rigorous budget: pass --accounting rigorous "
                                 "with it, or --eps for the paper's per-pass budget")
+    elif not method_entry(args.method).needs_eps:
+        if eps is not None:
+            raise InvalidInputError(f"method {args.method!r} adds no noise and takes no --eps; "
+                                    "leave it out")
+    elif eps is None:
+        eps = DEFAULT_TRAIN_EPS
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
-        horizon=args.horizon, method=args.method, eps=eps, epochs=args.epochs,
+        horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=eps,
+        epochs=args.epochs,
         seed=args.seed, max_train_windows=args.max_train_windows,
         max_eval_windows=args.max_eval_windows, out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
@@ -475,6 +499,9 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if not args.id:
         raise InvalidInputError("name an experiment (e.g. qpriv reproduce table3 --quick) or "
                                 "pass --list")
+    if args.quick and args.budget not in (None, "quick"):
+        raise InvalidInputError(f"--quick and --budget {args.budget} ask for two budgets; give "
+                                "one")
     budget = args.budget or ("quick" if args.quick else "full")
     quiet = args.quiet or args.json
     report = run_experiment(
@@ -567,6 +594,20 @@ def _cmd_account(args: argparse.Namespace) -> int:
 
 # --- parser ---------------------------------------------------------------------------------
 
+def _existing_path(text: str) -> str:
+    """An argparse type: a file or directory that exists (never a silent fallback elsewhere)."""
+    if not text.strip() or not Path(text).expanduser().exists():
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
+    return text
+
+
+def _out_path(text: str) -> str:
+    """An argparse type: a non-empty output path."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the output directory")
+    return text
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -613,7 +654,8 @@ def build_parser() -> argparse.ArgumentParser:
     ar.add_argument("--pairs", type=_positive_int, default=2000,
                     help="neighbouring pairs of the channel audit")
     ar.add_argument("--seed", type=int, default=0)
-    ar.add_argument("--data-dir", help="file or directory holding the run's data")
+    ar.add_argument("--data-dir", type=_existing_path,
+                    help="file or directory holding the run's data")
     ar.add_argument("--compare", nargs="+", metavar="RUN_DIR",
                     help="runs of the same method, data and horizon at other eps: audit 5 "
                          "compares them (Table 3); default: the finished runs beside RUN_DIR "
@@ -634,7 +676,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="normalisation of --method (revin: the paper; fixed: the fix)")
     sc.add_argument("--windows", type=_positive_int, default=16, help="windows probed")
     sc.add_argument("--seed", type=int, default=0)
-    sc.add_argument("--data-dir", help="file or directory holding the data")
+    sc.add_argument("--data-dir", type=_existing_path, help="file or directory holding the data")
     sc.add_argument("--accounting", choices=["paper", "rigorous"], default="rigorous")
     sc.add_argument("--json", action="store_true")
     sc.set_defaults(handler=_cmd_audit_sidechannel)
@@ -647,7 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     mia.add_argument("--folds", type=_positive_int, default=5,
                      help="cross-validation folds of the attack model")
     mia.add_argument("--seed", type=int, default=2024)
-    mia.add_argument("--data-dir", help="file or directory holding the run's data")
+    mia.add_argument("--data-dir", type=_existing_path,
+                     help="file or directory holding the run's data")
     mia.add_argument("--json", action="store_true")
     mia.set_defaults(handler=_cmd_attack_mia)
     tr = sub.add_parser("train", help="train and test one forecaster (LDPT or a baseline)")
@@ -655,14 +698,17 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--dataset", default="ETTh1", help="ETTh1 or ETTh2 (default ETTh1)")
     src.add_argument("--csv", help="any CSV with a 'date' column and numeric channels")
     tr.add_argument("--columns", nargs="+", help="channels of --csv to use (default: all)")
-    tr.add_argument("--data-dir", help="file or directory holding the dataset")
+    tr.add_argument("--data-dir", type=_existing_path, help="file or directory holding the dataset")
     tr.add_argument("--horizon", type=_positive_int, default=24)
     tr.add_argument("--method", default="ldpt",
                     help="classical, ldpt, ldpt-clean, dpsgd, dpsgd-tuned, dp-input, bottleneck, "
                          "bottleneck-dp, ldpt-<ablation>; `qpriv methods` lists them")
-    tr.add_argument("--eps", type=float, default=0.1,
-                    help="the method's budget: eps_s per pass (ldpt, dp-input, bottleneck*) or "
-                         "the run's global eps (dpsgd*)")
+    tr.add_argument("--eps", type=float,
+                    help="the method's budget: eps_s per pass (ldpt, dp-input, bottleneck*; "
+                         "default 0.1) or the run's global eps (dpsgd*); methods without noise "
+                         "take none")
+    tr.add_argument("--seq-len", type=_positive_int, default=336,
+                    help="look-back L (default 336, the paper's)")
     tr.add_argument("--epochs", type=_positive_int, default=None,
                     help="training epochs (default: the method's, 20 for most)")
     tr.add_argument("--accounting", choices=("paper", "rigorous"), default="paper",
@@ -682,11 +728,15 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--eval-passes", type=_positive_int, default=1,
                     help="test passes to average (predictions are stochastic)")
     tr.add_argument("--threads", type=_positive_int, help="torch CPU threads")
-    tr.add_argument("--out", help="directory for config, checkpoints and result.json")
+    tr.add_argument("--out", type=_out_path,
+                    help="directory for config, checkpoints and result.json")
     tr.add_argument("--resume", action="store_true", help="continue the run in --out")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     tr.add_argument("--json", action="store_true")
     tr.set_defaults(handler=_cmd_train)
+    ms = sub.add_parser("methods", help="the forecasting methods of qpriv train, with the "
+                                        "privacy each claims")
+    ms.set_defaults(handler=_cmd_methods)
     qs = sub.add_parser("quickstart", help="the main job: classical vs LDPT, accounting, audit")
     qs.add_argument("--dataset", default="ETTh1")
     qs.add_argument("--horizon", type=_positive_int, default=24)
@@ -697,8 +747,9 @@ def build_parser() -> argparse.ArgumentParser:
     qs.add_argument("--max-eval-windows", type=_positive_int)
     qs.add_argument("--eval-passes", type=_positive_int)
     qs.add_argument("--seed", type=int, default=2024)
-    qs.add_argument("--data-dir")
-    qs.add_argument("--out", help="keep runs here; an interrupted quickstart resumes from it")
+    qs.add_argument("--data-dir", type=_existing_path)
+    qs.add_argument("--out", type=_out_path,
+                    help="keep runs here; an interrupted quickstart resumes from it")
     qs.add_argument("--quiet", action="store_true")
     qs.add_argument("--json", action="store_true")
     qs.set_defaults(handler=_cmd_quickstart)
@@ -728,7 +779,7 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--unclipped-reference", action="store_true",
                     help="also train without clipping and report the distance from its loss")
     tc.add_argument("--threads", type=_positive_int)
-    tc.add_argument("--out")
+    tc.add_argument("--out", type=_out_path)
     tc.add_argument("--quiet", action="store_true")
     tc.add_argument("--json", action="store_true")
     tc.set_defaults(handler=_cmd_train_classifier)
@@ -744,9 +795,9 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--budget", choices=("full", "quick", "tiny"),
                     help="explicit budget (tiny: the test suite's)")
     rp.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the paper's)")
-    rp.add_argument("--out", default="runs/reproduce",
+    rp.add_argument("--out", type=_out_path, default="runs/reproduce",
                     help="cells and reports go here; finished cells are never recomputed")
-    rp.add_argument("--data-dir")
+    rp.add_argument("--data-dir", type=_existing_path)
     rp.add_argument("--threads", type=_positive_int, default=1,
                     help="torch threads per cell (default 1, the fastest on a shared 2-core CPU)")
     rp.add_argument("--quiet", action="store_true")

@@ -574,7 +574,8 @@ def _cmd_account(args: argparse.Namespace) -> int:
         print(f"  {r.unit}: {r.description}; " + " x ".join(f"{n:,} {what}"
                                                             for what, n in r.factors))
     print("rigorous: composed, accounting=rigorous (dp-accounting PLD of the worst pair found; "
-          "RDP check: exact discrete RDP with dp-accounting's conversion, a looser upper bound); "
+          "RDP check: exact discrete RDP with dp-accounting's conversion, an independent upper "
+          "bound, usually the looser; both bounds hold, so where it is lower it is the better); "
           "paper: local eps-QDP per pass and its composition, which count neither the shots nor "
           "the tokens and windows that hold a record")
     if lower is not None:

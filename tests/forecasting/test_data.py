@@ -555,3 +555,13 @@ def test_download_failure_lists_places(
     message = str(info.value)
     assert "failed" in message and "404" in message and str(isolated / "tiny.csv") in message
     assert list(isolated.iterdir()) == []
+
+
+def test_values_too_large_to_scale_are_named_not_called_constant(tmp_path: Path) -> None:
+    text = "date,a,b\n" + "".join(
+        f"{day},{i},{1e308 if i % 2 else -1e308}\n"
+        for i, day in enumerate(pd.date_range("2020", periods=100, freq="h"))
+    )
+    path = _write_text(tmp_path / "big.csv", text)
+    with pytest.raises(InvalidInputError, match=r"channel 'b' .* has values too large to z-score"):
+        load_forecasting_data(csv=path, seq_len=4, horizon=2)

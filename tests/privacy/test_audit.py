@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+from qpriv.errors import InvalidInputError
 from qpriv.privacy.audit import (
     audit_channel,
     max_relative_entropy,
@@ -54,3 +55,9 @@ def test_worst_case_grows_with_distance_and_falls_with_noise():
     p = calibrate(0.1).p
     assert worst_case_dmax(p=p, d=0.05, dim=16) < worst_case_dmax(p=p, d=0.1, dim=16)
     assert worst_case_dmax(p=0.9, d=0.1, dim=16) < worst_case_dmax(p=0.5, d=0.1, dim=16)
+
+
+def test_a_budget_beyond_float64_resolution_is_refused_with_the_largest_usable():
+    assert audit_channel(25.0, pairs=50).passed
+    with pytest.raises(InvalidInputError, match=r"the exact audit takes eps_s <= 25\.9"):
+        audit_channel(45.0, pairs=50)

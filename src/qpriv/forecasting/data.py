@@ -524,9 +524,15 @@ class ZScoreScaler:
             raise InvalidInputError(
                 f"the scaler needs a (rows, channels) array, got {values.shape}"
             )
-        mean = values.mean(axis=0)
-        std = values.std(axis=0)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+            mean = values.mean(axis=0)
+            std = values.std(axis=0)
         names = list(channels) if channels is not None else [str(i) for i in range(len(std))]
+        for i in np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std))):
+            raise InvalidInputError(
+                f"channel {names[i]!r} on {where} has values too large to z-score in float64 "
+                "(its mean or std overflows); rescale the column, e.g. to other units"
+            )
         for i, (m, s) in enumerate(zip(mean, std, strict=True)):
             if not s > 1e-12 * max(1.0, abs(m)):
                 raise InvalidInputError(

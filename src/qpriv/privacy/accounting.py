@@ -523,7 +523,8 @@ class RigorousEpsilon:
     """The rigorous (eps, delta) of one unit at depolarizing probability p.
 
     ``eps`` is the PLD value (dp-accounting, pessimistic) of the worst candidate pair, ``eps_rdp``
-    the RDP cross-check (per-order maximum over all candidates; a looser upper bound), ``pair`` the
+    the RDP cross-check (per-order maximum over all candidates; an independent upper bound,
+    usually looser, lower at very large eps where the pessimistic PLD grid costs more), ``pair`` the
     worst pair, ``step`` the PLD grid step, ``seconds`` the wall time of search and composition.
     """
 

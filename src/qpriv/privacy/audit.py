@@ -24,6 +24,10 @@ from qpriv.privacy.calibration import check_eps, depolarizing_p, lindblad_gamma
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator
 
+SMALLEST_EIGENVALUE = 1e-10
+"""The smallest eigenvalue p/D of a channel output the exact audit trusts: the propagator's
+float64 error (about 1e-15) stays a relative 1e-5 of it."""
+
 
 def max_relative_entropy(rho: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """``D_max(rho || sigma) = log lambda_max(sigma^{-1/2} rho sigma^{-1/2})`` (natural log),
@@ -106,6 +110,14 @@ def audit_channel(
     d, dim = check_trace_distance(d), check_dim(dim)
     pairs = require_positive_int("pairs", pairs)
     p = depolarizing_p(eps_ch=alpha * eps_s, d=d, dim=dim)
+    if p / dim < SMALLEST_EIGENVALUE:
+        p_min = dim * SMALLEST_EIGENVALUE
+        largest = math.log1p(d * dim * (1 - p_min) / p_min) / alpha
+        raise InvalidInputError(
+            f"eps_s = {eps_s:g} calibrates p = {p:.2g}: the channel's outputs then have "
+            f"eigenvalues near p/D = {p / dim:.1g}, below what the float64 propagator resolves, "
+            f"so D_max cannot be computed exactly; the exact audit takes eps_s <= {largest:.3g}"
+        )
     gamma = lindblad_gamma(p, t)
     n_qubits = dim.bit_length() - 1
     propagator = depolarizing_propagator(n_qubits, gamma=gamma, t=t)

@@ -92,5 +92,7 @@ def test_bad_input():
     pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
     with pytest.raises(InvalidInputError, match="too few"):
         emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=10)
+    with pytest.raises(InvalidInputError, match="more than the game holds in memory"):
+        emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=10**8)  # refused before any draw
     with pytest.raises(InvalidInputError, match="index = 9"):
         emp.window_pair_at_distance(torch.ones(4), d=0.1, index=9)

@@ -171,6 +171,10 @@ def distinguishing_game(
     trials = require_positive_int("trials", trials)
     if trials < 100:
         raise InvalidInputError(f"trials = {trials} is too few for a lower bound; use >= 100")
+    if trials > MAX_TRIALS:  # both sides' scores are held in memory (16 bytes per trial)
+        raise InvalidInputError(
+            f"trials = {trials:,} is more than the game holds in memory; use <= {MAX_TRIALS:,}"
+        )
     delta = require_in_range("delta", delta, low=0.0, low_inclusive=True, high=1.0,
                              high_inclusive=False)
     confidence = require_in_range("confidence", confidence, low=0.0, high=1.0,
@@ -196,6 +200,10 @@ def distinguishing_game(
         fpr=false_hits / trials, tpr_lower=float(tpr_lower), fpr_upper=float(fpr_upper),
         pair_source=pair_source, seconds=time.perf_counter() - start,
     )
+
+
+MAX_TRIALS = 20_000_000
+"""The most trials per side of the distinguishing game (320 MB of scores in all)."""
 
 
 def _scores_in_chunks(counts_of: Callable[[int], torch.Tensor], log_ratio: torch.Tensor,

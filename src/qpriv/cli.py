@@ -297,8 +297,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=eps,
-        epochs=args.epochs,
-        seed=args.seed, max_train_windows=args.max_train_windows,
+        epochs=args.epochs, seed=args.seed, max_train_windows=args.max_train_windows,
         max_eval_windows=args.max_eval_windows, out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,

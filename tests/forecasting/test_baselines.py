@@ -183,6 +183,13 @@ def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     with pytest.raises(InvalidInputError, match=r"settings differ in \['dpsgd', 'eps'\]"):
         run_forecast(method="dpsgd", eps=0.5, horizon=4, epochs=2, out_dir=out, resume=True,
                      **SMALL)
+    # a run from before eps and dpsgd were recorded cannot be checked: it is not resumed
+    del config["eps"], config["dpsgd"]
+    (out / "config.json").write_text(json.dumps(config))
+    with pytest.raises(InvalidInputError,
+                       match=r"older qpriv that did not record \['dpsgd', 'eps'\]"):
+        run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, resume=True,
+                     **SMALL)
 
 
 @pytest.mark.parametrize(("method", "needle"), [

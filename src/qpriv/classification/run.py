@@ -133,8 +133,8 @@ def train_classifier(
         ``accuracy`` (test, or validation with ``validation``; final epoch), ``evaluated_on``,
         ``diverged_epoch`` (the epoch whose training loss was not finite, where training
         stopped, or None; a model with non-finite outputs predicts no class, so its accuracy
-        counts every such example wrong; the privacy reported is that of the planned run,
-        which bounds the shorter one),
+        counts every such example wrong; ``eps`` is then accounted for the steps taken, with
+        ``planned_steps`` beside them),
         ``train_accuracy``, ``final_diagnostics``,
         ``history`` (one record per epoch), ``parameters`` (trainable count), ``clip``,
         ``unclipped_reference`` (with ``unclipped_reference``),

@@ -60,8 +60,9 @@ DEFAULT_DELTA = 1e-5
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA}
 """Keys config.json gained after its first release, with what an older run did: it used the
 paper's accounting, and delta (read only by the rigorous accounting, which came with these keys)
-was the default. (``eps`` and ``dpsgd``, the requested budget and DP-SGD's settings, came
-later; an older run has no default for them, so resuming one that is unfinished is refused.)"""
+was the default. (``eps``, ``dpsgd`` and ``source_sha256``, the requested budget, DP-SGD's
+settings and a user CSV's digest, came later; an older run has no default for them, so an
+unfinished one is not resumed: its settings cannot be checked.)"""
 
 
 def read_request(path: Path) -> dict:
@@ -401,6 +402,13 @@ def _write_config(path: Path, request: dict, *, resume: bool) -> None:
         same_bytes = {"source"} if current.get("dataset") in DATASETS else set()
         changed = sorted(k for k in set(saved) | set(current)
                          if saved.get(k) != current.get(k) and k not in same_bytes)
+        unrecorded = [k for k in changed if k not in saved and current.get(k) is not None]
+        if changed and changed == unrecorded:
+            raise InvalidInputError(
+                f"cannot resume the run in {path.parent}: it was written by an older qpriv that "
+                f"did not record {unrecorded}, so these settings cannot be checked against its "
+                "own; start a new run in another out_dir"
+            )
         if changed:
             raise InvalidInputError(
                 f"cannot resume the run in {path.parent}: its settings differ in {changed}; "

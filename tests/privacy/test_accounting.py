@@ -210,6 +210,10 @@ def test_composition_counts():
     counts = {u: acc.composition_plan(u).count for u in acc.UNITS}
     assert counts == {"token": 1024, "token-training": 1024 * 20, "window": 1024 * 4,
                       "record": 1024 * 81 * 16 * 20}
+    # a count the accountant cannot hold is refused before any work (1e6 shots: 2.6e10 fits)
+    assert acc.composition_plan("record", n_shots=10**6).count == 10**6 * 81 * 16 * 20
+    with pytest.raises(InvalidInputError, match=r"composes 2\.07e\+11 single-shot"):
+        acc.composition_plan("record", n_shots=8 * 10**6)
     # at most L windows x ceil(D/s) tokens per window
     assert counts["record"] <= 1024 * 336 * 4 * 20
 

@@ -257,6 +257,10 @@ def tokens_per_window(*, dim: int, stride: int, seq_len: int) -> int:
     return int(held.sum(axis=1).max())
 
 
+MAX_COMPOSITIONS = 10**11
+"""The most single-shot measurements one unit may compose (memory: about 5 GB at 2.6e10)."""
+
+
 @dataclass(frozen=True)
 class CompositionPlan:
     """How many single-shot measurements a unit's release is, as staged factors."""
@@ -302,7 +306,14 @@ def composition_plan(
         held = n_tokens(dim=dim, stride=stride, seq_len=seq_len) * dim
         factors = (shots, ("token states holding the time step, over its windows", held),
                    ("epochs", epochs))
-    return CompositionPlan(unit, UNIT_DESCRIPTIONS[unit], factors)
+    plan = CompositionPlan(unit, UNIT_DESCRIPTIONS[unit], factors)
+    if plan.count > MAX_COMPOSITIONS:
+        raise InvalidInputError(
+            f"the {unit} unit composes {plan.count:.3g} single-shot measurements, more than the "
+            f"accountant holds ({MAX_COMPOSITIONS:.0e}; its memory grows with the count: 2.6e10 "
+            "takes about 5 GB and 3 minutes); use fewer shots or epochs"
+        )
+    return plan
 
 
 # --- exact quantities of a discrete pair --------------------------------------------------------

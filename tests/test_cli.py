@@ -175,6 +175,9 @@ def test_train_classifier_reports_divergence(capsys):
     ("argv", "needle"),
     [
         (["train-classifier", "--model", "foo"], "model = 'foo'"),
+        (["train-classifier", "--delta", "1e-5"], "--delta is the delta of --eps"),
+        (["train-classifier", "--model", "mlp", "--tau", "2", "--shots", "10"],
+         "--tau, --shots set the quantum models; model 'mlp' takes none"),
         (["train-classifier", "--clip", "abc"], "'structural' or 'none'"),
         (["train-classifier", "--task", "images"], "task"),
     ],

@@ -435,11 +435,23 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     from qpriv.classification.tuning import tune_learning_rate
     from qpriv.training.checkpoints import atomic_write_json
 
+    if args.delta is not None and args.eps is None:
+        raise InvalidInputError("--delta is the delta of --eps's (eps, delta)-DP: give --eps "
+                                "with it, or leave both out for a run without noise")
+    quantum_flags = [flag for flag, value in (("--tau", args.tau), ("--layers", args.layers),
+                                              ("--depolarizing", args.depolarizing),
+                                              ("--shots", args.shots)) if value is not None]
+    if quantum_flags and args.model not in ("quantum", "quantum-image"):
+        raise InvalidInputError(f"{', '.join(quantum_flags)} set the quantum models; model "
+                                f"{args.model!r} takes none: leave them out")
+    optional = {name: value for name, value in (("delta", args.delta), ("tau", args.tau),
+                                                ("depolarizing", args.depolarizing))
+                if value is not None}  # the library's defaults otherwise
     settings = dict(
         task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
-        seed=args.seed, eps=args.eps, delta=args.delta, optimizer=args.optimizer,
-        preclip_noise=args.preclip_noise, tau=args.tau, n_layers=args.layers,
-        depolarizing=args.depolarizing, shots=args.shots, threads=args.threads,
+        seed=args.seed, eps=args.eps, optimizer=args.optimizer,
+        preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
+        threads=args.threads, **optional,
     )
     quiet = args.quiet or args.json
     tuning = None
@@ -762,7 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="clipping threshold C, 'structural' (C = 2G/tau) or 'none'")
     tc.add_argument("--batch", type=_positive_int, default=64)
     tc.add_argument("--eps", type=float, help="target eps of (eps, delta)-DP; none: no noise")
-    tc.add_argument("--delta", type=float, default=1e-5)
+    tc.add_argument("--delta", type=float, help="delta of --eps (default 1e-5)")
     tc.add_argument("--epochs", type=_positive_int, default=20)
     tc.add_argument("--seed", type=int, default=2024)
     tc.add_argument("--lr", type=float,
@@ -772,9 +784,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "training set, then train with the best (the choice is not accounted)")
     tc.add_argument("--optimizer", default="adam", help="adam or sgd")
     tc.add_argument("--preclip-noise", type=float, default=0.0)
-    tc.add_argument("--tau", type=float, default=0.5, help="logit temperature (quantum)")
+    tc.add_argument("--tau", type=float, help="logit temperature (quantum; default 0.5)")
     tc.add_argument("--layers", type=_positive_int, help="circuit layers L (quantum)")
-    tc.add_argument("--depolarizing", type=float, default=0.0, help="global lambda (quantum)")
+    tc.add_argument("--depolarizing", type=float, help="global lambda (quantum; default 0)")
     tc.add_argument("--shots", type=_positive_int, help="read-out shots S (quantum)")
     tc.add_argument("--unclipped-reference", action="store_true",
                     help="also train without clipping and report the distance from its loss")

@@ -23,7 +23,8 @@ def test_one_step_equals_the_hand_computation() -> None:
     model = TanhMLP(n_features=5, n_classes=3, hidden=(4,))
     before = copy.deepcopy(model)
     g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(8, 5, generator=g), torch.randint(0, 3, (8,), generator=g)
+    # a Poisson batch of 5 drawn where 8 are expected: the sum is divided by 8
+    x, y = torch.randn(5, 5, generator=g), torch.randint(0, 3, (5,), generator=g)
     config = DPSGDConfig(batch_size=8, epochs=1, lr=1.0, clip=0.5, noise_multiplier=1.3,
                          sampling="poisson", optimizer="sgd")
     noise_gen = torch.Generator().manual_seed(7)
@@ -37,6 +38,12 @@ def test_one_step_equals_the_hand_computation() -> None:
     expected = torch.cat([p.detach().flatten() for p in before.parameters()]) - update
     got = torch.cat([p.detach().flatten() for p in model.parameters()])
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    # an empty Poisson batch still releases the noise, divided by the expected size
+    dp_step(model, optimizer, x[:0], y[:0], config=config,
+            generator=torch.Generator().manual_seed(8))
+    noise = 1.3 * 0.5 * torch.randn(grads.shape[1], generator=torch.Generator().manual_seed(8))
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    torch.testing.assert_close(after, got - noise / 8, atol=1e-5, rtol=1e-5)
 
 
 def test_preclip_noise_is_added_before_clipping() -> None:

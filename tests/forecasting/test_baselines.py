@@ -214,3 +214,38 @@ def test_a_budget_no_multiplier_meets_is_refused_before_writing(tmp_path):
     with pytest.raises(InvalidInputError, match="no noise multiplier"):
         run_forecast(method="dpsgd", eps=0.005, horizon=4, epochs=1, out_dir=out, **SMALL)
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_dpsgd_strategy_step_is_the_hand_computation():
+    """One DP-SGD step without noise: theta - lr * (sum of per-window gradients clipped to C)
+    / (q N), the expected batch size, not the drawn one; then the noise alone has std
+    lr sigma C / (q N) per coordinate, and the spend is the accountant's for the steps taken."""
+    from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
+
+    model = classical_model()
+    strategy = DPSGDStrategy(clip=0.5, noise_multiplier=0.0, sample_rate=0.25,
+                             steps_per_epoch=4, delta=1e-5, seed=3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    strategy.prepare(model, optimizer, n_train=40, batch_size=10)
+    torch.manual_seed(2)
+    x, y = torch.randn(7, 32, 3), torch.randn(7, 4, 3)  # 7 drawn, 10 expected
+    grads = per_sample_gradients_loop(model, x, y, loss_fn=window_mse)
+    scale = (0.5 / grads.norm(dim=1)).clamp(max=1.0)
+    assert float(scale.max()) < 1.0  # every window is clipped: the clip is exercised
+    before = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    strategy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False)
+    after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    expected = before - 0.1 * (scale[:, None] * grads).sum(dim=0) / (0.25 * 40)
+    torch.testing.assert_close(after, expected, rtol=1e-4, atol=1e-7)
+
+    noisy = DPSGDStrategy(clip=1e-6, noise_multiplier=2.0, sample_rate=0.25,
+                          steps_per_epoch=4, delta=1e-5, seed=3)
+    noisy.prepare(model, optimizer, n_train=40, batch_size=10)
+    for _ in range(3):
+        noisy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False)
+    moved = torch.cat([p.detach().reshape(-1) for p in model.parameters()]) - after
+    # three independent draws: std sqrt(3) * lr * sigma * C / (q N); the clipped gradients
+    # (at most 7 C per step in norm) are negligible against noise over every coordinate
+    assert float(moved.std()) == pytest.approx(3**0.5 * 0.1 * 2.0 * 1e-6 / 10, rel=0.05)
+    assert noisy.report()["eps"]["value"] == pytest.approx(dpsgd_epsilon(
+        noise_multiplier=2.0, sample_rate=0.25, steps=3, delta=1e-5))

@@ -60,6 +60,27 @@ def test_ldpt_draws_fresh_noise_and_reproduces_under_a_seed():
     assert torch.equal(model(x), second)
 
 
+def test_the_features_are_fresh_multinomial_shots():
+    """Without injection only the shots are random: two passes still differ, every released
+    frequency is a count over N_s, and across repeats each outcome's variance is the
+    multinomial q (1 - q) / N_s of the exact channel probabilities."""
+    from qpriv.quantum.features import outcome_probabilities
+    from qpriv.quantum.states import amplitude_encode
+
+    model = build("ldpt-no-injection", feature_scale="raw").eval()
+    x = batch()
+    assert not torch.equal(model(x), model(x))
+    token = torch.tensor([0.3, -1.2, 0.5, 2.0])
+    tokens = token.expand(4000, 1, 1, 4)
+    qf = model.features(tokens, torch.Generator().manual_seed(0))[..., :16].reshape(4000, 16)
+    counts = qf.double() * TINY.n_shots
+    torch.testing.assert_close(counts, counts.round(), rtol=0, atol=1e-4)
+    q = outcome_probabilities(amplitude_encode(token.double())[0][None], p=model.config.p)[0]
+    torch.testing.assert_close(qf.double().mean(0), q, rtol=0, atol=4e-3)
+    expected = q * (1 - q) / TINY.n_shots
+    assert torch.allclose(qf.double().var(0), expected, rtol=0.1)
+
+
 def test_noise_state_round_trip():
     model = build("ldpt")
     x = batch()

@@ -118,6 +118,19 @@ def test_mia_on_a_tiny_run(ldpt_run_dir):
     assert 0.0 <= attack["accuracy"] <= 1.0 and 0.0 <= attack["auc"] <= 1.0
     assert attack["loss_gap"] == pytest.approx(
         attack["member_loss_mean"] - attack["nonmember_loss_mean"])
+    # members are the run's 64 training windows, non-members 64 test windows of the whole
+    # test split, each scored by the model the run saved (recomputed here independently)
+    run = load_run(ldpt_run_dir)
+    data = run.data(limit_eval=False)
+    members = per_window_losses(run.model, data.train, index=np.arange(64),
+                                seed=derive_seed(5, "mia-members"))
+    rng = np.random.default_rng(derive_seed(5, "mia-sample"))
+    rng.choice(len(data.train), size=64, replace=False)
+    outside = np.sort(rng.choice(len(data.test), size=64, replace=False))
+    nonmembers = per_window_losses(run.model, data.test, index=outside,
+                                   seed=derive_seed(5, "mia-nonmembers"))
+    assert attack["member_loss_mean"] == pytest.approx(float(members.mean()), rel=1e-9)
+    assert attack["nonmember_loss_mean"] == pytest.approx(float(nonmembers.mean()), rel=1e-9)
     assert [t["resolved"] for t in attack["tpr_at_fpr"]] == [False, False]  # 1/64 > 1 %
     assert mia_on_run(ldpt_run_dir, n=1000, seed=5) == report  # seeded: reproducible
     smaller = mia_on_run(ldpt_run_dir, n=20, seed=5)

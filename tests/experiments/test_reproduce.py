@@ -148,3 +148,31 @@ def test_a_cell_that_diverged_before_any_model_is_reported_not_attacked(tmp_path
     values = runner.cell_metrics(tmp_path, metrics=("mse", "mia_accuracy", "loss_gap"),
                                  budget=TINY, data_dir=None)
     assert values == {"mse": None, "diverged_epoch": 1}  # no model: nothing to attack
+
+
+def test_derived_columns_on_hand_made_rows():
+    from qpriv.experiments.computed import (
+        add_cost_ratio,
+        add_delta_vs_classical,
+        add_eps_separation,
+    )
+
+    def row(method, eps, mse, seconds=None):
+        return {"dataset": "ETTh1", "horizon": 24, "method": method, "eps": eps, "mse": mse,
+                "seconds_per_epoch": seconds}
+
+    rows = [row("classical", None, 0.5, 1.0), row("ldpt", 0.1, 0.6, 2.0),
+            row("ldpt", 5.0, 0.55, 2.5), row("dpsgd", 0.1, 0.25, 1.5)]
+    delta = {(r["method"], r["eps"]): r["delta_mse_pct"] for r in add_delta_vs_classical(rows)}
+    assert delta == pytest.approx({("classical", None): 0.0, ("ldpt", 0.1): 20.0,
+                                   ("ldpt", 5.0): 10.0, ("dpsgd", 0.1): -50.0})
+    ratio = {(r["method"], r["eps"]): r["ratio"] for r in add_cost_ratio(rows)}
+    assert ratio == pytest.approx({("classical", None): 1.0, ("ldpt", 0.1): 2.0,
+                                   ("ldpt", 5.0): 2.5, ("dpsgd", 0.1): 1.5})
+    # Table 10: the ablation's MSE drop from eps 0.1 to 5 as a share of the full model's
+    ablation = [row("ldpt", 0.1, 0.9), row("ldpt", 5.0, 0.6),
+                row("ldpt-no-channel", 0.1, 0.72), row("ldpt-no-channel", 5.0, 0.6),
+                row("ldpt-k1", 0.1, 0.6)]  # no eps 5 row: no separation
+    separation = {r["method"]: r["separation_pct"] for r in add_eps_separation(ablation)}
+    assert separation == pytest.approx({"ldpt": 100.0, "ldpt-no-channel": 40.0,
+                                        "ldpt-k1": None})

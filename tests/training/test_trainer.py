@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 
 import pytest
 import torch
@@ -142,6 +143,13 @@ def test_evaluation_is_seeded_and_leaves_the_training_noise_alone():
     assert evaluate(model, TEST, seed=5, passes=3) == first
     assert evaluate(model, TEST, seed=6)["mse"] != first["mse"]
     assert first["mse_std"] > 0 and set(first) >= {"mse", "mae", "mse_mean", "mae_mean"}
+    # the passes are the single passes at seeds 5, 6, 7: mean and sample std over them
+    singles = [evaluate(model, TEST, seed=5 + m) for m in range(3)]
+    assert first["mse"] == singles[0]["mse"] and first["passes"] == 3
+    assert first["mse_mean"] == pytest.approx(statistics.fmean(s["mse"] for s in singles))
+    assert first["mse_std"] == pytest.approx(statistics.stdev(s["mse"] for s in singles))
+    assert first["mae_mean"] == pytest.approx(statistics.fmean(s["mae"] for s in singles))
+    assert first["mae_std"] == pytest.approx(statistics.stdev(s["mae"] for s in singles))
     assert all(torch.equal(state[k], model.noise_state()[k]) for k in state)
 
 

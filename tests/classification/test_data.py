@@ -74,6 +74,31 @@ def test_image_folder_task(tmp_path) -> None:
     assert data.x_train.shape[1:] == (4, 4)
     assert len(data.y_train) + len(data.y_test) == 10
     assert float(data.x_train.min()) >= 0.0 and float(data.x_train.max()) <= 1.0
+    labels = torch.cat([data.y_train, data.y_test])
+    assert torch.bincount(labels).tolist() == [5, 5]
+
+
+def test_image_folder_labels_and_area_resize_are_exact(tmp_path) -> None:
+    """Each class's images carry their own label, and an 8x8 image with a white half
+    area-resizes to 4x4 with exactly that half white."""
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    left = np.zeros((8, 8, 3), dtype=np.uint8)
+    left[:, :4] = 255
+    top = np.zeros((8, 8, 3), dtype=np.uint8)
+    top[:4] = 255
+    for name, pixels in (("a_left", left), ("b_top", top)):
+        (tmp_path / name).mkdir()
+        for i in range(3):
+            Image.fromarray(pixels).save(tmp_path / name / f"{i}.png")
+    data = load_task(f"folder:{tmp_path}", image_size=4)
+    x = torch.cat([data.x_train, data.x_test])
+    y = torch.cat([data.y_train, data.y_test])
+    half = torch.tensor([1.0, 1.0, 0.0, 0.0])
+    for image, label in zip(x, y, strict=True):
+        expected = half.expand(4, 4) if label == 0 else half[:, None].expand(4, 4)
+        torch.testing.assert_close(image, expected, rtol=0, atol=1e-6)
 
 
 def test_bad_tasks_fail_clearly(tmp_path) -> None:

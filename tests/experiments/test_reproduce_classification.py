@@ -96,6 +96,12 @@ def test_figure2_rows_hold_the_finding_columns(reports):
             by[(model, 10.0)]["accuracy"] - by[(model, 1.5)]["accuracy"])
         assert 0.0 <= by[(model, 1.5)]["clip_probability"] <= 1.0
         assert -1.0 <= by[(model, 1.5)]["alignment"] <= 1.0
+    # Theorem 3.2: the tiny plan's circuit (4 qubits, L = 1, tau = 1) bounds every
+    # per-example norm by 2G/tau = 4 sqrt(3) < 10, so C = 10 never clips it and costs no bias
+    quantum = by[("quantum", 10.0)]
+    assert quantum["max_example_norm"] <= 4 * 3**0.5 + 1e-9
+    assert quantum["clip_probability"] == 0.0 and quantum["clipping_bias_norm"] == 0.0
+    assert quantum["alignment"] == pytest.approx(1.0)
 
 
 def test_distance_from_unclipped_loss_matches_the_unclipped_twin(reports):

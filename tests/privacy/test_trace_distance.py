@@ -1,5 +1,7 @@
 """Eq. 18-19 and Table 2: trace distance of amplitude-encoded single-feature neighbours."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -51,3 +53,11 @@ def test_norm_bound_holds_on_random_vectors():
     assert row.pairs == 2000
     assert row.empirical_p95 <= row.empirical_max
     assert row.eq18_violations > 0
+    # closed form: all-ones vectors moved by tau in any one feature are at full trace distance
+    # 2 sqrt(1 - (n + tau)^2 / (n (n + 2 tau + tau^2))), whichever feature moves
+    n, tau = 7, 0.1
+    exact = 2 * math.sqrt(1 - (n + tau) ** 2 / (n * (n + 2 * tau + tau**2)))
+    ones = single_feature_trace_distances(np.ones((50, n)), tau=tau, rng=rng)
+    assert ones.empirical_max == pytest.approx(exact, rel=1e-9)
+    assert ones.empirical_p95 == pytest.approx(exact, rel=1e-9)
+    assert exact == pytest.approx(0.0689587, abs=1e-7)

@@ -86,6 +86,12 @@ def test_real_window_pair_through_the_feature_path(token_worst):
     bound = emp.window_pair_lower_bound(x, moved, p=PAPER_P, n_shots=1024, trials=10_000)
     assert 0 < bound.eps_lower <= token_worst.eps
     assert "real windows" in bound.pair_source
+    # the same two states played through the sampler directly (not the model's feature
+    # function): the game measures the pair, not the path it took
+    states = psi.numpy().astype(np.complex128)
+    direct = emp.pair_lower_bound(acc.NeighbourPair(states[0], states[1], "the same windows"),
+                                  p=PAPER_P, n_shots=1024, trials=10_000)
+    assert bound.eps_lower == pytest.approx(direct.eps_lower, abs=0.02)
 
 
 def test_bad_input():

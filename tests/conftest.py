@@ -5,7 +5,13 @@ import os
 import pytest
 import torch
 
+from qpriv.forecasting.data import DATA_DIR_ENV, cache_dir
 from qpriv.forecasting.run import run_forecast
+
+# The ETT tests read $QPRIV_DATA_DIR; where it is unset but the files sit in the user cache
+# (where qpriv itself looks, or downloads them), the tests use those rather than skip.
+if not os.environ.get(DATA_DIR_ENV) and (cache_dir() / "ETTh1.csv").is_file():
+    os.environ[DATA_DIR_ENV] = str(cache_dir())
 
 
 @pytest.fixture(autouse=True)

@@ -297,8 +297,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=eps,
-        epochs=args.epochs, seed=args.seed, max_train_windows=args.max_train_windows,
-        max_eval_windows=args.max_eval_windows, out_dir=args.out, resume=args.resume,
+        epochs=args.epochs, batch_size=args.batch, seed=args.seed,
+        max_train_windows=args.max_train_windows, max_eval_windows=args.max_eval_windows,
+        out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
     )
@@ -721,6 +722,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "take none")
     tr.add_argument("--seq-len", type=_positive_int, default=336,
                     help="look-back L (default 336, the paper's)")
+    tr.add_argument("--batch", type=_positive_int,
+                    help="training batch (default: the method's, 64; 512 for dpsgd-tuned); "
+                         "DP-SGD's expected Poisson batch")
     tr.add_argument("--epochs", type=_positive_int, default=None,
                     help="training epochs (default: the method's, 20 for most)")
     tr.add_argument("--accounting", choices=("paper", "rigorous"), default="paper",

@@ -156,3 +156,17 @@ def test_a_checkpoint_without_its_config_is_not_resumed(tmp_path):
         run_forecast(method="classical", eps=None, horizon=8, epochs=2, out_dir=bare,
                      resume=True, **SMALL)
     assert sorted(p.name for p in bare.iterdir()) == ["checkpoint.pt"]
+
+
+@needs_ett
+def test_train_takes_a_batch_size(capsys):
+    from qpriv.cli import main
+
+    argv = ["train", "--method", "dpsgd", "--eps", "8", "--epochs", "1", "--seq-len", "48",
+            "--max-train-windows", "32", "--max-eval-windows", "16", "--quiet", "--json"]
+    assert main(argv) == 2  # the default batch of 64 exceeds 32 windows: the fix is named
+    assert "use a batch size of at most N (`qpriv train --batch`)" in capsys.readouterr().err
+    assert main([*argv, "--batch", "16"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["train"]["batch_size"] == 16
+    assert result["strategy"]["sample_rate"] == pytest.approx(16 / 32)

@@ -1,1 +1,1 @@
-"""Experiments: the main job (quickstart) and, later, the registry of paper tables and figures."""
+"""Experiments: the main job (quickstart) and the registry of every paper table and figure."""

@@ -37,7 +37,9 @@ from qpriv.forecasting.layers import (
 )
 from qpriv.forecasting.revin import RevIN
 
-#: The paper's parameter count (section 7.2), for comparison in reports.
+#: The paper's parameter count (section 7.2), for comparison in reports. Ours is larger: the
+#: flatten head alone is T d_model H = 81 x 128 x 24 = 249 K weights, and the rest of the model
+#: (347 K) matches the paper's total, which seems to leave the head out.
 PAPER_PARAMETERS = {"classical": 163_000, "quantum_attention": 182_000, "total": 345_000}
 
 QUANTUM_ATTENTION = "quantum_attention"

@@ -59,7 +59,7 @@ def dpsgd_schedule(*, n_train: int, batch_size: int, epochs: int) -> tuple[float
     if batch_size > n_train:
         raise InvalidInputError(
             f"batch_size = {batch_size} exceeds the {n_train} training examples; "
-            "use a batch size of at most N"
+            "use a batch size of at most N (`qpriv train --batch`)"
         )
     return batch_size / n_train, epochs * max(1, round(n_train / batch_size))
 

@@ -1,4 +1,6 @@
-"""One training loop for every model of qpriv: trainer, evaluation, checkpoints, seeding."""
+"""The forecasters' training loop (trainer, evaluation, checkpoints, seeding) and the DP-SGD
+pieces (per-sample gradients, clipping and noise, Poisson batches) that the classifiers' own loop
+(:mod:`qpriv.classification.dpsgd`) shares."""
 
 from qpriv.training.checkpoints import atomic_torch_save, atomic_write_json, load_checkpoint
 from qpriv.training.evaluation import WindowSource, evaluate, seeded_noise

@@ -1,4 +1,4 @@
-"""The one training loop of qpriv (SPEC section 5).
+"""The forecasters' training loop (SPEC section 5).
 
 RAdam with decoupled weight decay, one learning rate per parameter group (classical and
 quantum attention for the LDPT backbone), ReduceLROnPlateau on the validation loss, MSE loss,
@@ -11,7 +11,9 @@ are kept, and :attr:`TrainResult.diverged_epoch` says so.
 
 How a batch becomes an update is a :class:`StepStrategy`. The default is plain back-propagation;
 a private strategy (DP-SGD: per-sample clipping, noise, Poisson sampling, an accountant)
-overrides its hooks, and this loop stays the only training loop.
+overrides its hooks, so every forecasting method trains in this one loop. (The classifiers
+of the second paper have their own epoch loop, :func:`qpriv.classification.dpsgd.train_dpsgd`,
+which shares the DP-SGD pieces of :mod:`qpriv.training.dpsgd`.)
 
 Example::
 

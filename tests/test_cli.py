@@ -60,6 +60,12 @@ def test_every_printed_epsilon_carries_its_delta():
                      ) == "0.1 (local eps-QDP per pass, accounting=paper)"
 
 
+def test_audit_channel_labels_its_epsilon(capsys):
+    assert main(["audit", "channel", "--eps", "0.1", "--pairs", "50"]) == 0
+    assert ("0.080000  (local eps-QDP of the channel alone, per pass, accounting=paper)"
+            in capsys.readouterr().out)
+
+
 def test_audit_channel_json(capsys):
     assert main(["audit", "channel", "--eps", "0.1", "--pairs", "300", "--json"]) == 0
     payload = _last_json(capsys)

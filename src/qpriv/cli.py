@@ -110,7 +110,8 @@ def _cmd_audit_channel(args: argparse.Namespace) -> int:
         print(f"Channel audit at eps_s = {audit.eps_s:g} (p = {audit.p:.4f}, "
               f"gamma = {audit.gamma:.4f}, D = {audit.dim}, d = {audit.d:g}, "
               f"{audit.pairs} neighbouring pure pairs through the simulated Lindblad channel)")
-        print(f"  Theorem 1 bound eps_ch        {audit.eps_ch_bound:.6f}  ({audit.kind})")
+        print(f"  Theorem 1 bound eps_ch        {audit.eps_ch_bound:.6f}  ({audit.kind}, "
+              f"accounting={audit.accounting})")
         print(f"  worst exact D_max found       {audit.dmax_max:.6f}")
         print(f"  worst case, closed form       {audit.dmax_closed_form:.6f}")
         print(f"  slack (bound / worst D_max)   {audit.slack:.2f}x")

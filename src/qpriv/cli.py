@@ -504,10 +504,13 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
 # --- qpriv reproduce ------------------------------------------------------------------------
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from qpriv.experiments.runner import print_list, run_experiment
+    from qpriv.experiments.runner import experiment_list, print_list, run_experiment
 
     if args.list:
-        print_list()
+        if args.json:
+            _emit_json({"experiments": experiment_list()})
+        else:
+            print_list()
         return 0
     if not args.id:
         raise InvalidInputError("name an experiment (e.g. qpriv reproduce table3 --quick) or "

@@ -114,6 +114,11 @@ def test_cli_lists_and_refuses(capsys):
     assert main(["reproduce", "--list"]) == 0
     listing = capsys.readouterr().out
     assert all(i in listing for i in PAPER_IDS)
+    assert main(["reproduce", "--list", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["experiments"]
+    assert [e["id"] for e in listed] == list(EXPERIMENTS)
+    table3 = next(e for e in listed if e["id"] == "table3")
+    assert table3["cells"] == 9 and table3["seeds"] == [2024]  # 1 + 4 LDPT + 4 DP-SGD
     assert main(["reproduce"]) == 2
     assert "name an experiment" in capsys.readouterr().err
     assert main(["reproduce", "table99", "--quick"]) == 2

@@ -382,16 +382,26 @@ def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
             for text, methods in by_text.items()]
 
 
-def print_list(stream: Any = None) -> None:
-    """``qpriv reproduce --list``: every experiment, its cells and its cost."""
+def experiment_list() -> list[dict]:
+    """Every experiment: id, title, the paper table it reproduces, its cells (0: computed, no
+    training) and its estimated cost (full budget in hours, --quick in minutes)."""
     from qpriv.experiments.registry import EXPERIMENTS
 
-    rows = []
+    listing = []
     for exp in EXPERIMENTS.values():
         cells = len(exp.cells(exp.seeds)) if exp.compute is None else 0
-        quick = exp.quick_minutes or cells * QUICK_SECONDS_PER_CELL / 60
-        rows.append([exp.id, exp.title, cells or "computed",
-                     f"{exp.full_hours:g} h" if exp.full_hours else "< 1 min",
-                     f"~{quick:.0f} min" if quick >= 1 else "< 1 min"])
+        listing.append({"id": exp.id, "title": exp.title, "paper": exp.paper, "cells": cells,
+                        "seeds": list(exp.seeds), "full_hours": exp.full_hours,
+                        "quick_minutes": exp.quick_minutes
+                        or cells * QUICK_SECONDS_PER_CELL / 60})
+    return listing
+
+
+def print_list(stream: Any = None) -> None:
+    """``qpriv reproduce --list``: every experiment, its cells and its cost."""
+    rows = [[e["id"], e["title"], e["cells"] or "computed",
+             f"{e['full_hours']:g} h" if e["full_hours"] else "< 1 min",
+             f"~{e['quick_minutes']:.0f} min" if e["quick_minutes"] >= 1 else "< 1 min"]
+            for e in experiment_list()]
     print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows),
           file=stream or sys.stdout)

@@ -64,7 +64,7 @@ def dpsgd_schedule(*, n_train: int, batch_size: int, epochs: int) -> tuple[float
     return batch_size / n_train, epochs * max(1, round(n_train / batch_size))
 
 
-MAX_EPS = 1e6
+MAX_DPSGD_EPS = 1e6
 """The largest DP-SGD budget :func:`noise_multiplier_for` searches for (about 1 s; Opacus's
 search does not end near 1e20)."""
 
@@ -79,10 +79,10 @@ def noise_multiplier_for(
     """
     from opacus.accountants.utils import get_noise_multiplier
 
-    eps = require_in_range("eps", eps, low=0.0, high=MAX_EPS,
-                           hint=f"a privacy budget must be > 0; above {MAX_EPS:g} it promises "
-                                "nothing (and Opacus's search for sigma does not end): train "
-                                "without --eps instead")
+    eps = require_in_range("eps", eps, low=0.0, high=MAX_DPSGD_EPS,
+                           hint=f"a privacy budget must be > 0; above {MAX_DPSGD_EPS:g} it "
+                                "promises nothing (and Opacus's search for sigma does not end): "
+                                "train without --eps instead")
     _check(accountant, delta=delta, sample_rate=sample_rate, steps=steps)
     if accountant == "rdp" and eps <= rdp_epsilon_floor(delta):
         raise InvalidInputError(

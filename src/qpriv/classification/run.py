@@ -46,6 +46,7 @@ from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_mul
 from qpriv.quantum.states import amplitude_encode
 from qpriv.training.checkpoints import atomic_write_json
 from qpriv.training.seeding import derive_seed, seed_everything
+from qpriv.training.trainer import diverged_epoch
 
 MODELS = ("mlp", "lipschitz", "quantum", "cnn", "quantum-image")
 IMAGE_ONLY = ("cnn", "quantum-image")
@@ -197,7 +198,7 @@ def train_classifier(
             reference_info = {"unclipped_reference": {
                 "accuracy": ref_history[-1]["test_accuracy"],
                 "train_loss": ref_history[-1]["train_loss"],
-                "diverged_epoch": _diverged_epoch(ref_history),
+                "diverged_epoch": diverged_epoch(ref_history),
                 "what": "the same initial model and batches, no clipping, no noise"}}
 
         history = train_dpsgd(
@@ -216,7 +217,7 @@ def train_classifier(
         "parameters": count_parameters(net),
         "accuracy": last["test_accuracy"],
         "evaluated_on": "validation" if validation is not None else "test",
-        "diverged_epoch": _diverged_epoch(history),
+        "diverged_epoch": diverged_epoch(history),
         "train_accuracy": last["train_accuracy"],
         "final_diagnostics": {k: last[k] for k in diag_keys},
         "clip": clip_info,
@@ -235,11 +236,6 @@ def train_classifier(
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
     return result
-
-
-def _diverged_epoch(history: list[dict]) -> int | None:
-    """The epoch where :func:`train_dpsgd` stopped on a non-finite loss, or None."""
-    return history[-1]["epoch"] if history and history[-1].get("diverged") else None
 
 
 # -- validation and set-up ------------------------------------------------------------------------

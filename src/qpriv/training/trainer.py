@@ -175,6 +175,12 @@ class TrainResult:
         return sum(h["train_seconds"] for h in self.history) / max(len(self.history), 1)
 
 
+def diverged_epoch(history: list[dict]) -> int | None:
+    """The epoch a training history marks ``diverged`` (a non-finite loss ended training), or
+    None; the forecasters' trainer and the classifiers' loop mark it alike."""
+    return next((row["epoch"] for row in history if row.get("diverged")), None)
+
+
 class Trainer:
     """Train ``model`` on ``train``, select on ``val``, checkpoint into ``checkpoint_dir``.
 
@@ -279,7 +285,7 @@ class Trainer:
     @property
     def diverged_epoch(self) -> int | None:
         """The epoch whose loss was not finite (it ended training), or None."""
-        return next((row["epoch"] for row in self.history if row.get("diverged")), None)
+        return diverged_epoch(self.history)
 
     def _train_epoch(self, epoch: int) -> tuple[float, float]:
         cfg = self.config

@@ -326,6 +326,12 @@ _GOOD = [f"{i},{i * i % 7}" for i in range(10)]
         ("date,a\n2020-01-02,1\n2020-01-01,2\n",
          ["not strictly increasing", "line 3 ('2020-01-01')", "line 2 ('2020-01-02')"]),
         ("date,a\n2020-01-01,1\n2020-01-01,2\n", ["not strictly increasing", "line 3"]),
+        ("date,a\n2016-03-27 00:00+00:00,1\n2016-03-27 03:00+02:00,2\n2016-03-27 02:00,3\n",
+         ["unparseable", "'2016-03-27 02:00'", "line 4", "give this one an offset too"]),
+        # offsets differ: compared as instants, 03:00+02:00 is 01:00 UTC, before 02:00+00:00
+        ("date,a\n2016-03-27 02:00+00:00,1\n2016-03-27 03:00+02:00,2\n",
+         ["not strictly increasing", "line 3 ('2016-03-27 03:00+02:00')"]),
+        ("date,a,b\n2020-01-01,1,2,3\n2020-01-02,3,4\n", ["cannot read", "as CSV"]),
     ],
 )
 def test_bad_csv_is_rejected_with_a_clear_message(
@@ -338,6 +344,16 @@ def test_bad_csv_is_rejected_with_a_clear_message(
     for part in expected:
         assert part in message
     assert str(path) in message or "no channel" in message
+
+
+def test_dates_with_different_utc_offsets_are_read_as_instants(tmp_path: Path) -> None:
+    # a daylight-saving change: the wall clock jumps from 01:00+01:00 to 03:00+02:00
+    text = "date,a\n2016-03-27 00:00+01:00,1\n2016-03-27 01:00+01:00,2\n2016-03-27 03:00+02:00,3\n"
+    frame = load_frame(_write_text(tmp_path / "dst.csv", text))
+    assert [str(t) for t in frame.index] == ["2016-03-26 23:00:00+00:00",
+                                             "2016-03-27 00:00:00+00:00",
+                                             "2016-03-27 01:00:00+00:00"]
+    assert frame["a"].tolist() == [1.0, 2.0, 3.0]
 
 
 def test_missing_csv_file(tmp_path: Path) -> None:

@@ -315,15 +315,16 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
     path = Path(path).expanduser()
     if not path.is_file():
         raise InvalidInputError(f"CSV file {path} does not exist (or is not a file)")
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
+        raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
+                          skipinitialspace=True)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {path} as CSV: {exc}") from exc
-    raw.columns = [str(col).strip() for col in raw.columns]
-    header = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
-                         skipinitialspace=True).iloc[0].astype(str).str.strip().tolist()
+    header = raw.iloc[0].astype(str).str.strip().tolist()
+    raw = raw.iloc[1:].reset_index(drop=True)
+    raw.columns = header
     repeated = sorted({name for name in header if header.count(name) > 1})
-    if repeated:  # pandas would quietly rename the second one (HUFL -> HUFL.1)
+    if repeated:
         raise InvalidInputError(
             f"{path} names the columns {repeated} more than once; give every column its own name"
         )
@@ -407,20 +408,33 @@ def _numeric_column(path: Path, raw: pd.DataFrame, col: str) -> np.ndarray:
     )
 
 
+def _to_datetime(text: pd.Series, *, utc: bool) -> pd.Series:
+    with warnings.catch_warnings():  # "could not infer format": a bad date is reported after
+        warnings.simplefilter("ignore", UserWarning)
+        return pd.to_datetime(text, errors="coerce", utc=utc)
+
+
 def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
+    text = text.astype(str).str.strip()
+    in_utc = False
     try:
-        with warnings.catch_warnings():  # "could not infer format": a bad date is reported below
-            warnings.simplefilter("ignore", UserWarning)
-            parsed = pd.to_datetime(text.astype(str).str.strip(), errors="coerce")
-    except (ValueError, TypeError) as exc:  # e.g. mixed time zones
-        raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
+        parsed = _to_datetime(text, utc=False)
+    except (ValueError, TypeError) as exc:
+        if "mixed timezones" not in str(exc).lower():
+            raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
+        # Dates with different UTC offsets (a daylight-saving change, say) name instants
+        # unambiguously: compare them in UTC. A date without an offset among them is refused.
+        parsed = _to_datetime(text, utc=True)
+        in_utc = True
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if bad.size:
         row = int(bad[0])
+        hint = ("; the other dates carry a UTC offset, so give this one an offset too (e.g. "
+                "'2016-07-01 00:00:00+00:00')" if in_utc else
+                "; write every date in one format, e.g. ISO 8601 '2016-07-01 00:00:00'")
         raise InvalidInputError(
             f"the date column of {path} has an unparseable or empty date {text.iloc[row]!r} at "
-            f"line {row + 2} (data row {row + 1}); write every date in one format, e.g. ISO "
-            "8601 '2016-07-01 00:00:00'."
+            f"line {row + 2} (data row {row + 1}){hint}."
         )
     index = pd.DatetimeIndex(parsed)
     steps = np.flatnonzero(np.diff(index.asi8) <= 0)

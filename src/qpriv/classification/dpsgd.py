@@ -130,6 +130,10 @@ class DPSGDConfig:
         """Batches per epoch: round(N / batch_size), at least 1."""
         return max(1, round(n_train / self.batch_size))
 
+    def sample_rate(self, n_train: int) -> float:
+        """Poisson sampling rate q = batch_size / N, the one the accountant is given."""
+        return self.batch_size / n_train
+
     def as_dict(self) -> dict:
         return asdict(self)
 
@@ -143,7 +147,7 @@ def _make_optimizer(model: nn.Module, config: DPSGDConfig) -> torch.optim.Optimi
 
 def _batches(n: int, config: DPSGDConfig, generator: torch.Generator) -> list[Tensor]:
     if config.sampling == "poisson":
-        return poisson_batches(n, sample_rate=config.batch_size / n,
+        return poisson_batches(n, sample_rate=config.sample_rate(n),
                                steps=config.steps_per_epoch(n), generator=generator)
     perm = torch.randperm(n, generator=generator)
     return list(perm.split(config.batch_size))

@@ -411,7 +411,7 @@ def _spent_steps(result: dict, *, history: list[dict], config: DPSGDConfig, n_tr
         return
     steps = len(history) * config.steps_per_epoch(n_train)
     eps.update(value=dpsgd_epsilon(noise_multiplier=config.noise_multiplier,
-                                   sample_rate=config.batch_size / n_train, steps=steps,
+                                   sample_rate=config.sample_rate(n_train), steps=steps,
                                    delta=delta),
                steps=steps, planned_steps=eps["steps"])
 
@@ -422,7 +422,7 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
         mode = "clipping only" if config.clip is not None else "unclipped"
         return {"sigma": 0.0, "privacy": f"none ({mode}: no noise, no privacy guarantee)",
                 "eps": None, "noise_multiplier": None}
-    rate = config.batch_size / n_train
+    rate = config.sample_rate(n_train)
     steps = config.epochs * config.steps_per_epoch(n_train)
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=rate, steps=steps)
     spent = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=rate, steps=steps, delta=delta)

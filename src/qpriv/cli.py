@@ -563,12 +563,13 @@ def _cmd_account(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"--lower-bound-trials = {args.lower_bound_trials} must be >= 0 "
                                 "(0 skips the distinguishing game)")
     eps_s = 0.1 if args.p is None and args.eps is None else args.eps
-    report = accounting.account(eps_s=eps_s, p=args.p, **common)
+    report = accounting.account(eps_s=eps_s, p=args.p, progress=not args.json, **common)
     lower = None
     if args.lower_bound_trials:
         lower = empirical.pair_lower_bound(
             report.row("token").pair, p=report.p, n_shots=args.shots,
-            trials=args.lower_bound_trials, delta=args.delta, seed=args.seed)
+            trials=args.lower_bound_trials, delta=args.delta, seed=args.seed,
+            progress=not args.json)
     if args.json:
         _emit_json({**report.as_dict(), "lower_bound": lower.as_dict() if lower else None})
         return 0

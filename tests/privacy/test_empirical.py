@@ -94,6 +94,16 @@ def test_real_window_pair_through_the_feature_path(token_worst):
     assert bound.eps_lower == pytest.approx(direct.eps_lower, abs=0.02)
 
 
+def test_the_game_shows_its_releases_only_when_asked(capsys):
+    pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
+    quiet = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2)
+    assert capsys.readouterr().err == ""
+    shown = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2, progress=True)
+    err = capsys.readouterr().err
+    assert "distinguishing game (8 shots each)" in err and "/6.00k" in err  # both sides
+    assert (shown.tpr, shown.fpr) == (quiet.tpr, quiet.fpr)  # the bar leaves the draws alone
+
+
 def test_bad_input():
     pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
     with pytest.raises(InvalidInputError, match="too few"):

@@ -68,6 +68,7 @@ from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
 from qpriv.quantum.features import outcome_probabilities
 from qpriv.quantum.povm import sic_vectors
+from qpriv.training.progress import work_bar
 
 DEFAULT_DELTA = 1e-5
 DEFAULT_SHOTS = 1024
@@ -675,13 +676,16 @@ def account(
     stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
     alpha: float = DEFAULT_ALPHA, delta_prime: float = 1e-6,
     units: Sequence[str] = UNITS, restarts: int = DEFAULT_RESTARTS, seed: int = 0,
+    progress: bool = False,
 ) -> AccountingReport:
     """Account the LDPT feature path rigorously at the paper's calibration of ``eps_s`` (or at a
     given ``p``) for every unit, beside the paper's per-pass eps_s and its composition over the
     epochs (eq. 16 basic, eq. 17 advanced with ``delta_prime``).
 
     Every unit's worst-pair search runs at its own count; each unit is then evaluated over the
-    union of all candidates, so a pair found for one unit also serves the others.
+    union of all candidates, so a pair found for one unit also serves the others. ``progress``:
+    a bar over those searches and evaluations on stderr (seconds at the paper's settings,
+    minutes for a million shots).
     """
     start = time.perf_counter()
     if (eps_s is None) == (p is None):
@@ -697,15 +701,21 @@ def account(
                               epochs=epochs) for u in units]
     pairs: list[NeighbourPair] = []
     search_seconds = []
-    for plan in plans:
-        began = time.perf_counter()
-        pairs += search_worst_pairs(p=p, d=d, dim=dim, count=plan.count, delta=delta,
-                                    restarts=restarts, seed=seed)
-        search_seconds.append(time.perf_counter() - began)
     rows = []
-    for plan, searched in zip(plans, search_seconds, strict=True):
-        row = evaluate_pairs(plan, pairs, p=p, delta=delta, d=d)
-        rows.append(_with_seconds(row, row.seconds + searched))
+    with work_bar(total=2 * len(plans), desc="rigorous accounting", unit="step",
+                  enabled=progress) as bar:
+        for plan in plans:
+            bar.set_postfix_str(f"worst-pair search, {plan.unit}")
+            began = time.perf_counter()
+            pairs += search_worst_pairs(p=p, d=d, dim=dim, count=plan.count, delta=delta,
+                                        restarts=restarts, seed=seed)
+            search_seconds.append(time.perf_counter() - began)
+            bar.update()
+        for plan, searched in zip(plans, search_seconds, strict=True):
+            bar.set_postfix_str(f"PLD of {plan.count:,} measurements, {plan.unit}")
+            row = evaluate_pairs(plan, pairs, p=p, delta=delta, d=d)
+            rows.append(_with_seconds(row, row.seconds + searched))
+            bar.update()
     paper = {
         "eps_per_pass": {"value": eps_s, "kind": "local eps-QDP per pass",
                          "accounting": "paper"},

@@ -26,12 +26,14 @@ import numpy as np
 import scipy.optimize
 import scipy.stats
 import torch
+from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
+from qpriv.training.progress import work_bar
 
 DEFAULT_TRIALS = 100_000
 """Releases drawn from each of the two states."""
@@ -207,21 +209,31 @@ MAX_TRIALS = 20_000_000
 
 
 def _scores_in_chunks(counts_of: Callable[[int], torch.Tensor], log_ratio: torch.Tensor,
-                      n: int) -> np.ndarray:
+                      n: int, bar: tqdm) -> np.ndarray:
     scores = []
     for start in range(0, n, _CHUNK):
-        counts = counts_of(min(_CHUNK, n - start))
-        scores.append((counts.to(torch.float64) @ log_ratio).numpy())
+        size = min(_CHUNK, n - start)
+        scores.append((counts_of(size).to(torch.float64) @ log_ratio).numpy())
+        bar.update(size)
     return np.concatenate(scores)
+
+
+def _releases_bar(trials: int, n_shots: int, progress: bool) -> tqdm:
+    """Both sides' releases; shown when asked for, since trials x N_s shots can take minutes
+    (1e5 releases of 1e5 shots: about 2 minutes)."""
+    return work_bar(total=2 * trials, desc=f"distinguishing game ({n_shots:,} shots each)",
+                    unit="release", enabled=progress, unit_scale=True)
 
 
 def pair_lower_bound(
     pair: NeighbourPair, *, p: float, n_shots: int, trials: int = DEFAULT_TRIALS,
     delta: float = DEFAULT_DELTA, confidence: float = 0.95, seed: int = 0,
+    progress: bool = False,
 ) -> LowerBound:
     """The game on a pair of states (e.g. the accountant's worst pair): releases are exact
     multinomial counts of ``n_shots`` shots (:func:`qpriv.quantum.shots.sample_counts`, the
-    sampler of the feature path) from the SIC outcome probabilities after E_p."""
+    sampler of the feature path) from the SIC outcome probabilities after E_p. ``progress``:
+    a bar over the releases on stderr."""
     n_shots = require_positive_int("n_shots", n_shots)
     states = torch.from_numpy(np.stack([pair.psi, pair.psi_prime]))
     probs = outcome_probabilities(states, p=p)
@@ -232,14 +244,15 @@ def pair_lower_bound(
         row = probs[which]
         return _scores_in_chunks(
             lambda m: sample_counts(row.expand(m, -1), n_shots, generator=generator),
-            log_ratio, n,
+            log_ratio, n, bar,
         )
 
     moments = score_moments(probs[0].numpy(), probs[1].numpy(), log_ratio.numpy(), n_shots)
-    return distinguishing_game(draw, moments=moments,
-                               support=score_range(log_ratio.numpy(), n_shots), trials=trials,
-                               delta=delta, confidence=confidence, n_shots=n_shots, p=p,
-                               pair_source=pair.source)
+    with _releases_bar(trials, n_shots, progress) as bar:
+        return distinguishing_game(draw, moments=moments,
+                                   support=score_range(log_ratio.numpy(), n_shots),
+                                   trials=trials, delta=delta, confidence=confidence,
+                                   n_shots=n_shots, p=p, pair_source=pair.source)
 
 
 def window_pair_at_distance(window: torch.Tensor, *, d: float,
@@ -275,7 +288,7 @@ def window_pair_at_distance(window: torch.Tensor, *, d: float,
 def window_pair_lower_bound(
     window: torch.Tensor, window_prime: torch.Tensor, *, p: float, n_shots: int,
     trials: int = DEFAULT_TRIALS, delta: float = DEFAULT_DELTA, confidence: float = 0.95,
-    seed: int = 0,
+    seed: int = 0, progress: bool = False,
 ) -> LowerBound:
     """The game on two real windows through the model's own feature function
     (:func:`qpriv.quantum.features.quantum_features`: encoding, channel, SIC, shots); the
@@ -297,14 +310,15 @@ def window_pair_lower_bound(
                                         generator=generator)
             return torch.round(freqs.to(torch.float64) * n_shots)
 
-        return _scores_in_chunks(counts, log_ratio, n)
+        return _scores_in_chunks(counts, log_ratio, n, bar)
 
     moments = score_moments(probs[0].numpy(), probs[1].numpy(), log_ratio.numpy(), n_shots)
-    return distinguishing_game(
-        draw, moments=moments, support=score_range(log_ratio.numpy(), n_shots), trials=trials,
-        delta=delta, confidence=confidence, n_shots=n_shots, p=p,
-        pair_source=f"real windows at trace distance {distance:.4g}",
-    )
+    with _releases_bar(trials, n_shots, progress) as bar:
+        return distinguishing_game(
+            draw, moments=moments, support=score_range(log_ratio.numpy(), n_shots),
+            trials=trials, delta=delta, confidence=confidence, n_shots=n_shots, p=p,
+            pair_source=f"real windows at trace distance {distance:.4g}",
+        )
 
 
 def paper_refuted(bound: LowerBound, eps_per_pass: float) -> bool:

@@ -17,6 +17,14 @@ def epoch_bar(*, total: int, epoch: int, epochs: int, enabled: bool) -> tqdm:
     )
 
 
+def work_bar(*, total: int, desc: str, unit: str, enabled: bool,
+             unit_scale: bool = False) -> tqdm:
+    """A bar over ``total`` units of some long computation (not training), on stderr;
+    ``unit_scale`` writes large counts as 12.3k."""
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
+                disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+
+
 def epoch_summary(row: dict, *, epochs: int, best_epoch: int) -> None:
     """One line for a finished epoch (a trainer history row), written above any open bar."""
     lrs = ", ".join(f"{lr:.3g}" for lr in row["lr"])

@@ -2,6 +2,10 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.qpriv-installed
+# Where torch comes from. Empty: pip's configured index. On plain PyPI a Linux machine gets the
+# CUDA build (GBs); TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu keeps it CPU-only.
+TORCH_INDEX_URL ?=
+TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 
 .PHONY: quickstart test lint bench
 
@@ -9,7 +13,7 @@ $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: an open range would pull a multi-GB CUDA build
-	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q torch==2.13.0 $(TORCH_INDEX)
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 

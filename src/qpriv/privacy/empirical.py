@@ -293,7 +293,7 @@ def window_pair_lower_bound(
     """The game on two real windows through the model's own feature function
     (:func:`qpriv.quantum.features.quantum_features`: encoding, channel, SIC, shots); the
     released frequencies are turned back into counts and scored with the pair's exact
-    log-likelihood ratio."""
+    log-likelihood ratio. ``progress``: a bar over the releases on stderr."""
     n_shots = require_positive_int("n_shots", n_shots)
     windows = torch.stack([window.reshape(-1), window_prime.reshape(-1)]).to(torch.float64)
     states, _ = amplitude_encode(windows)

@@ -22,3 +22,10 @@ def test_other_platforms_are_left_alone(monkeypatch):
     monkeypatch.setattr(memory, "_applied", None)
     monkeypatch.setattr(memory.sys, "platform", "darwin")
     assert memory.hold_freed_memory() is False
+
+
+def test_the_environment_can_opt_out(monkeypatch):
+    monkeypatch.setattr(memory, "_applied", None)
+    monkeypatch.setenv("QPRIV_HOLD_FREED_MEMORY", "0")
+    monkeypatch.setattr(memory.ctypes, "CDLL", lambda *a, **k: pytest.fail("libc was called"))
+    assert memory.hold_freed_memory() is False

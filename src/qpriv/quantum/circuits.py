@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -301,7 +302,7 @@ def sample_expectations(
     return 2.0 * counts / shots - 1.0
 
 
-def pennylane_reference(n_qubits: int, n_readout: int):
+def pennylane_reference(n_qubits: int, n_readout: int) -> Callable[[Tensor, Tensor], list]:
     """The same ansatz in PennyLane (``default.qubit``, torch interface, backprop), the
     independent twin of :class:`VariationalCircuit` for tests and benchmarks.
 

@@ -496,6 +496,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
         if key in diag:
             value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
             print(f"  {key.replace('_', ' ')}: {value}")
+    if "diagnostics_scope" in result:
+        print(f"  diagnostics: {result['diagnostics_scope']}")
     for note in result.get("privacy_notes", []):
         print(f"  note: {note}")
     return 0
@@ -792,7 +794,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="tune the rate: one run per LR on a validation split held out of the "
                          "training set, then train with the best (the choice is not accounted)")
     tc.add_argument("--optimizer", default="adam", help="adam or sgd")
-    tc.add_argument("--preclip-noise", type=float, default=0.0)
+    tc.add_argument("--preclip-noise", type=float, default=0.0,
+                    help="std s of Gaussian noise added to every per-example gradient before "
+                         "clipping (the paper's symmetrisation; not counted as privacy)")
     tc.add_argument("--tau", type=float, help="logit temperature (quantum; default 0.5)")
     tc.add_argument("--layers", type=_positive_int, help="circuit layers L (quantum)")
     tc.add_argument("--depolarizing", type=float, help="global lambda (quantum; default 0)")

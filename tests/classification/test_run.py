@@ -92,6 +92,16 @@ def test_structural_clipping_never_clips() -> None:
     assert r["final_diagnostics"]["clipping_bias_norm"] == 0.0
 
 
+def test_preclip_noise_withdraws_the_bias_bound_and_says_what_the_diagnostics_describe():
+    r = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
+                         tau=0.5, preclip_noise=0.5, **FAST)
+    assert r["gradient_bound"]["clipping_bias_bound"] is None  # g_i + s z can exceed 2 G / tau
+    assert "noise-free per-example gradients" in r["diagnostics_scope"]
+    plain = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
+                             tau=0.5, **FAST)
+    assert "diagnostics_scope" not in plain
+
+
 def test_out_dir_gets_config_and_result(tmp_path) -> None:
     out = tmp_path / "run"
     r = train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out,

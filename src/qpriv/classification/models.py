@@ -80,7 +80,14 @@ class LipschitzMLP(nn.Module):
 
     The bound is on the input Lipschitz constant; it does not bound the per-example gradient
     with respect to the parameters by C, so DP-SGD still clips (the diagnostics measure how
-    often). deel-torchlip recomputes the constrained weights only in training mode and uses a
+    often), and the paper's "Lipschitz networks avoid clipping bias altogether" does not hold
+    for this model. The trainable parameters are deel-torchlip's raw weights, which the
+    constrained weights do not depend on in scale (V and 10 V give the same network), so the
+    per-example gradient norms, and how much is clipped, scale as 1 / ||V|| (the biases'
+    part aside): at C = 1.5 and initialisation nearly every example is clipped, and ten-fold
+    raw weights cut the mean norm several-fold without changing a logit.
+
+    deel-torchlip recomputes the constrained weights only in training mode and uses a
     cache in eval mode, through which no gradient flows; keep this model in training mode
     (it has no dropout or batch statistics, so that changes nothing else).
     """

@@ -156,9 +156,11 @@ def gradient_perturbation(
     two uncorrelated terms, so
 
         v = (1 - lambda)^2 A^T W diag(s^2) W A / tau^4
-            + diag_j( sum_k t_kj^2 [(pi_k - y_k)^2 + (W diag(s^2) W)_kk / tau^2] ) / tau^2,
+            + diag_j( sum_k t_kj^2 [(pi_k - y_k)^2 + 2 (pi_k - y_k) beta_k
+                                     + (W diag(s^2) W)_kk / tau^2] ) / tau^2,
 
-    where the last bracket is E (pi^_k - y_k)^2 to second order (zeta multiplies pi^, not pi).
+    where the last bracket is E (pi^_k - y_k)^2 to first order in s^2, the bias beta and the
+    spread both included (zeta multiplies pi^, not pi).
     The Gaussian picture is good while ||xi|| / tau is small (large S and tau, small lambda).
     Checked against exact binomial Monte-Carlo: at tau = 0.5 every coordinate's variance is
     within 10 % for S >= 100; at tau = 0.2 and S = 100 (xi / tau ~ 0.5) it is off by up to
@@ -205,6 +207,7 @@ def gradient_perturbation(
                 f"shifted expectations must have the jacobian's shape {tuple(a.shape)}"
             )
         t2 = (2.0 - plus.square() - minus.square()).clamp(min=0.0) / (4 * shots)
-        second_moment = (pi - y).square() + torch.diagonal(readout_cov) / tau**2
+        second_moment = ((pi - y).square() + 2 * (pi - y) * beta
+                         + torch.diagonal(readout_cov) / tau**2)
         covariance = covariance + torch.diag((t2 * second_moment[:, None]).sum(0)) / tau**2
     return GradientPerturbation(mean=mean, mean_first_order=mean_first, covariance=covariance)

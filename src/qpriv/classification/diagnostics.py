@@ -17,7 +17,9 @@ distribution):
   - ``iid`` (the paper's i.i.d. form): |B| draws with replacement, update = mean + Z / |B|:
     sampling = E_i ||c_i - gbar_C||^2 / |B|, noise = p sigma^2 C^2 / |B|^2;
   - ``shuffle`` (fixed-size batches of a random permutation, without replacement):
-    sampling = (N - |B|) / (N - 1) E_i ||c_i - gbar_C||^2 / |B|, noise as ``iid``;
+    sampling = (N - |B|) / (N - 1) E_i ||c_i - gbar_C||^2 / |B|, noise as ``iid``; this is
+    a full batch's MSE (where |B| does not divide N, an epoch's last batch is smaller and
+    noisier: 38 of 1638 examples at |B| = 64);
   - ``poisson`` (each example independently with rate q = |B| / N, the sum divided by the
     expected size qN, as Opacus and the RDP accountant assume):
     sampling = (1 - q) E_i ||c_i||^2 / (qN)  (a second moment, not a variance: the batch size

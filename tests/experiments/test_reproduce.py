@@ -155,6 +155,24 @@ def test_a_cell_that_diverged_before_any_model_is_reported_not_attacked(tmp_path
     assert values == {"mse": None, "diverged_epoch": 1}  # no model: nothing to attack
 
 
+def test_a_damaged_cell_is_named_and_a_damaged_attack_cache_recomputed(tmp_path, monkeypatch):
+    from qpriv.attacks import mia
+
+    (tmp_path / "result.json").write_text('{"mse": 0.4, "best_')
+    with pytest.raises(InvalidInputError, match=r"cannot read .*result.json: the file is "
+                                                r"damaged .*delete .* to recompute this cell"):
+        runner.cell_metrics(tmp_path, metrics=("mse",), budget=TINY, data_dir=None)
+    (tmp_path / "result.json").write_text(json.dumps({"mse": 0.4, "best_epoch": 1}))
+    (tmp_path / "mia.json").write_text("")  # an empty cache
+    attack = {"accuracy": 0.6, "auc": 0.65, "loss_gap": -0.1, "member_loss_mean": 0.3,
+              "nonmember_loss_mean": 0.4, "tpr_at_fpr": [{"target_fpr": 0.01, "tpr": 0.02}]}
+    monkeypatch.setattr(mia, "mia_on_run", lambda run_dir, **kw: {"attack": attack})
+    values = runner.cell_metrics(tmp_path, metrics=("mse", "mia_accuracy"), budget=TINY,
+                                 data_dir=None)
+    assert values == {"mse": 0.4, "mia_accuracy": 0.6}
+    assert json.loads((tmp_path / "mia.json").read_text()) == {"attack": attack}
+
+
 def test_derived_columns_on_hand_made_rows():
     from qpriv.experiments.computed import (
         add_cost_ratio,

@@ -173,3 +173,15 @@ def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
             accuracy[lr] = stored["accuracy"]
         best = max(accuracy.values())
         assert row["lr"] == min(lr for lr, a in accuracy.items() if a == best)
+
+
+def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
+    plan = PROTOCOLS["tiny"]
+    run = Run(model="mlp", clip=1.5, batch=64, seed=2024, lr=0.1)
+    path = tmp_path / "qml" / f"{run.key(plan)}.json"
+    path.parent.mkdir()
+    path.write_text('{"accuracy": 0.9, "hist')  # cut short by something outside qpriv
+    result = classification.finished_run(run, plan=plan, out_dir=tmp_path, progress=False)
+    assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
+    assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
+    assert len(result["history"]) == plan.epochs

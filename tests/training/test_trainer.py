@@ -9,6 +9,7 @@ import statistics
 import pytest
 import torch
 
+from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import WindowDataset
 from qpriv.forecasting.methods import setup_method
@@ -22,6 +23,7 @@ from qpriv.training import (
     evaluate,
     load_checkpoint,
 )
+from qpriv.training.checkpoints import read_json_object, remove_stale_temporaries
 from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
 
 TINY = ModelConfig(seq_len=24, horizon=4, n_channels=2, dim=4, stride=4, d_model=8,
@@ -93,6 +95,50 @@ def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
                     resumed.optimizer.state_dict()["state"].values(), strict=True):
         assert all(torch.equal(a[k], b[k]) for k in a)
     assert resumed.evaluate(TEST) == expected_test
+
+
+def test_a_damaged_checkpoint_is_named_not_a_traceback(tmp_path, monkeypatch):
+    kill_in_third_epoch(make_trainer(tmp_path), monkeypatch)
+    checkpoint = tmp_path / "checkpoint.pt"
+    checkpoint.write_bytes(checkpoint.read_bytes()[:5000])  # truncated by something outside
+    with pytest.raises(InvalidInputError, match=r"cannot read .*checkpoint.pt: the file is "
+                                                r"damaged .*delete it to train the run"):
+        make_trainer(tmp_path).fit(resume=True)
+    checkpoint.write_bytes(b"")
+    with pytest.raises(InvalidInputError, match="damaged"):
+        make_trainer(tmp_path).fit(resume=True)
+
+
+def test_resume_puts_best_pt_back_to_the_checkpoints_best(tmp_path, monkeypatch):
+    # best.pt is written before checkpoint.pt: a kill between the two leaves best.pt ahead
+    kill_in_third_epoch(make_trainer(tmp_path), monkeypatch)
+    saved = load_checkpoint(tmp_path / "checkpoint.pt")["best"]
+    atomic_torch_save(tmp_path / "best.pt", {"epoch": 3, "val_loss": 0.0, "model": {}})
+    stale = tmp_path / ".checkpoint.pt.0123456789abcdef.tmp"  # a killed write's leftover
+    stale.write_bytes(b"partial")
+    os.utime(stale, (0, 0))
+    trainer = make_trainer(tmp_path, epochs=2)  # nothing left to train: only the restore
+    trainer.fit(resume=True)
+    best = load_checkpoint(tmp_path / "best.pt")
+    assert best["epoch"] == saved["epoch"]
+    assert all(torch.equal(best["model"][k], v) for k, v in saved["model"].items())
+    assert not stale.exists()
+
+
+def test_checkpoint_helpers_name_the_damage_and_keep_live_temporaries(tmp_path):
+    (tmp_path / "r.json").write_text('{"mse": 0.')
+    with pytest.raises(InvalidInputError, match=r"cannot read .*r.json: the file is damaged "
+                                                r"\(JSONDecodeError: .*\); do this"):
+        read_json_object(tmp_path / "r.json", fix="do this")
+    (tmp_path / "l.json").write_text("[1]")
+    with pytest.raises(InvalidInputError, match="holds list, not a JSON object; do this"):
+        read_json_object(tmp_path / "l.json", fix="do this")
+    old, live = tmp_path / ".a.pt.00.tmp", tmp_path / ".b.pt.11.tmp"
+    old.write_bytes(b"x")
+    live.write_bytes(b"y")
+    os.utime(old, (0, 0))
+    assert remove_stale_temporaries(tmp_path) == [old]
+    assert live.exists() and (tmp_path / "r.json").exists()
 
 
 def test_best_validation_weights_are_kept(tmp_path):

@@ -90,7 +90,6 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -102,7 +101,7 @@ from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.registry import QML_SEEDS, Budget
 from qpriv.experiments.runner import mean_std
-from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.checkpoints import atomic_write_json, read_json_object
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
@@ -257,9 +256,13 @@ def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> 
         tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=progress)
         run = replace(run, lr=tuning["lr"])
     path = Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json"
+    result = None
     if path.is_file():
-        result = json.loads(path.read_text())
-    else:
+        try:
+            result = read_json_object(path, fix="it is trained again")
+        except InvalidInputError as damaged:  # a cache of a seeded run: recompute it
+            print(f"qpriv: {damaged}", file=sys.stderr)
+    if result is None:
         result = train_classifier(**run.arguments(plan), threads=1, progress=False)
         if tuning:
             result["lr_tuning"] = tuning

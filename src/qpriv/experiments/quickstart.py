@@ -64,7 +64,7 @@ def run_quickstart(
         resume = False
         if out_dir is not None:
             run_dir = Path(out_dir) / run.label.replace(" ", "_").replace("=", "")
-            resume = (run_dir / "checkpoint.pt").exists()
+            resume = (run_dir / "checkpoint.pt").exists()  # finished ones are read back
         result = run_forecast(
             dataset=dataset, horizon=horizon, method=run.method, eps=run.eps, epochs=epochs,
             seed=seed, max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,

@@ -11,8 +11,8 @@ beside ours as ``paper_<metric>``. Outputs, each written atomically, in ``OUT/<i
 
 from __future__ import annotations
 
+import contextlib
 import io
-import json
 import math
 import statistics
 import sys
@@ -30,6 +30,7 @@ from qpriv.training.checkpoints import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
+    read_json_object,
 )
 
 KEYS = ("dataset", "horizon", "method", "eps")
@@ -170,7 +171,8 @@ def _value(entry: Any) -> Any:
 def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
                  data_dir: str | Path | None) -> dict[str, Any]:
     """The metrics of one finished run (derived columns are left to the experiment)."""
-    result = json.loads((run_dir / RESULT_FILE).read_text())
+    result = read_json_object(run_dir / RESULT_FILE,
+                              fix=f"delete {run_dir} and run again to recompute this cell")
     history = result.get("history") or []
     best = result.get("best_epoch") or 0
     values: dict[str, Any] = {
@@ -199,9 +201,11 @@ def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[
     from qpriv.attacks.mia import mia_on_run
 
     path = run_dir / MIA_FILE
+    report = None
     if path.is_file():
-        report = json.loads(path.read_text())
-    else:
+        with contextlib.suppress(InvalidInputError):  # a damaged cache is recomputed
+            report = read_json_object(path, fix="")
+    if not isinstance((report or {}).get("attack"), dict):
         report = mia_on_run(run_dir, n=budget.mia_windows, data_dir=data_dir)
         atomic_write_json(path, report)
     attack = report["attack"]

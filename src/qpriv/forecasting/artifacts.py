@@ -17,9 +17,6 @@ Every refusal is an :class:`~qpriv.errors.InvalidInputError` that says why and w
 
 from __future__ import annotations
 
-import json
-import pickle
-import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -30,8 +27,10 @@ from qpriv.forecasting.data import DATASETS, ForecastData, file_sha256, load_for
 from qpriv.forecasting.methods import LOCAL_QDP, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
-from qpriv.training.checkpoints import load_checkpoint
+from qpriv.training.checkpoints import load_checkpoint, read_json_object
 from qpriv.training.trainer import BEST
+
+RERUN = "re-run the training into a fresh directory"
 
 #: Keys of config.json that :func:`load_run` needs to rebuild the model and the data.
 _REQUEST_KEYS = ("dataset", "source", "channels", "seq_len", "horizon", "method",
@@ -159,15 +158,7 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
 
 
 def _read_json(path: Path, *, keys: tuple[str, ...]) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(
-            f"cannot read {path}: {exc}; the file is damaged. Re-run the training into a fresh "
-            "directory"
-        ) from exc
-    if not isinstance(data, dict):
-        raise InvalidInputError(f"{path} holds {type(data).__name__}, not a JSON object")
+    data = read_json_object(path, fix=RERUN)
     missing = [k for k in keys if k not in data]
     if missing:
         raise InvalidInputError(
@@ -197,14 +188,8 @@ def _read_best(path: Path) -> dict:
             f"{path.parent} has no {BEST} (the best-validation weights); the run directory is "
             "incomplete. Re-run the training into a fresh directory"
         )
-    try:
-        best = load_checkpoint(path)
-    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as exc:
-        raise InvalidInputError(
-            f"cannot read {path}: {exc}; the file is damaged. Re-run the training into a fresh "
-            "directory"
-        ) from exc
-    if not isinstance(best, dict) or not isinstance(best.get("model"), dict):
+    best = load_checkpoint(path, fix=RERUN)
+    if not isinstance(best.get("model"), dict):
         raise InvalidInputError(f"{path} holds no model weights (no 'model' state dict)")
     return best
 

@@ -47,7 +47,7 @@ from qpriv.forecasting.rigorous import (
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.checkpoints import atomic_write_json, read_json_object
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import CHECKPOINT, StepStrategy, TrainConfig, Trainer
@@ -68,7 +68,9 @@ unfinished one is not resumed: its settings cannot be checked.)"""
 def read_request(path: Path) -> dict:
     """A run's config.json, with :data:`ADDED_REQUEST_KEYS` filled in where an older run lacks
     them, so that runs written before and after compare by what they did."""
-    return {**ADDED_REQUEST_KEYS, **json.loads(Path(path).read_text())}
+    saved = read_json_object(path, fix="the run's settings cannot be checked: start a new run "
+                                       "in another out_dir")
+    return {**ADDED_REQUEST_KEYS, **saved}
 
 
 def run_forecast(
@@ -112,7 +114,8 @@ def run_forecast(
         batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
-        resume: continue the run in ``out_dir`` from its checkpoint (same settings required).
+        resume: continue the run in ``out_dir`` from its checkpoint (same settings required);
+            a finished run's ``result.json`` is returned as it is.
         progress: a tqdm bar per epoch on stderr.
         threads: torch CPU threads for this run (restored afterwards); None leaves them.
         overrides: model settings that replace the method's (ablations), e.g.
@@ -219,6 +222,11 @@ def run_forecast(
         }
         if out is not None:
             _write_config(out / CONFIG_FILE, request, resume=resume)
+            if resume and (out / RESULT_FILE).is_file():
+                # finished with these very settings: the result stands (evaluation is seeded,
+                # so evaluating again would only repeat it)
+                return read_json_object(out / RESULT_FILE,
+                                        fix=f"delete it to evaluate the run in {out} again")
 
         seed_everything(derive_seed(seed, "model-init"))
         model = LDPTForecaster(setup.config)
@@ -379,8 +387,8 @@ def _check_out_dir(out: Path | None, *, resume: bool) -> None:
         raise InvalidInputError(f"out_dir {out} exists and is not a directory")
     if not resume and any((out / name).exists() for name in (CHECKPOINT, RESULT_FILE)):
         raise InvalidInputError(
-            f"out_dir {out} already holds a run; pass resume=True (--resume) to continue it, "
-            "or choose another out_dir"
+            f"out_dir {out} already holds a run; pass resume=True (qpriv train: --resume) to "
+            "continue it, or choose another out_dir"
         )
 
 

@@ -11,12 +11,20 @@ import contextlib
 import json
 import math
 import os
+import pickle
 import secrets
+import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import torch
+
+from qpriv.errors import InvalidInputError
+
+STALE_AFTER_SECONDS = 15 * 60
+"""A temporary file of an atomic write this old belongs to a writer that was killed."""
 
 
 def _atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
@@ -70,6 +78,60 @@ def atomic_torch_save(path: str | Path, obj: Any) -> Path:
     return _atomic_write(path, lambda handle: torch.save(obj, handle))
 
 
-def load_checkpoint(path: str | Path) -> dict:
-    """Load a checkpoint written by :func:`atomic_torch_save` on the CPU (``weights_only``)."""
-    return torch.load(Path(path), map_location="cpu", weights_only=True)
+def load_checkpoint(path: str | Path, *, fix: str = "delete it and re-run") -> dict:
+    """Load a checkpoint written by :func:`atomic_torch_save` on the CPU (``weights_only``).
+
+    Raises:
+        InvalidInputError: the file cannot be read or is not a checkpoint (a truncated or
+            overwritten file); the message names it and ends with ``fix``.
+    """
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"cannot read {path}: the file is damaged ({_first_line(exc)}); "
+                                f"{fix}") from exc
+    if not isinstance(state, dict):
+        raise InvalidInputError(f"{path} holds {type(state).__name__}, not a checkpoint; {fix}")
+    return state
+
+
+def read_json_object(path: str | Path, *, fix: str) -> dict:
+    """A JSON object read from ``path``.
+
+    Raises:
+        InvalidInputError: the file cannot be read, is not JSON (e.g. truncated) or holds no
+            JSON object; the message names it and ends with ``fix``.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"cannot read {path}: the file is damaged ({_first_line(exc)}); "
+                                f"{fix}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path} holds {type(data).__name__}, not a JSON object; {fix}")
+    return data
+
+
+def remove_stale_temporaries(directory: str | Path,
+                             older_than: float = STALE_AFTER_SECONDS) -> list[Path]:
+    """Delete the temporary files (``.NAME.HEX.tmp``) that killed atomic writes left in
+    ``directory``, if older than ``older_than`` seconds (a live writer's are seconds old);
+    return them. Nothing reads them, but each can be checkpoint-sized."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    removed = []
+    now = time.time()
+    for path in directory.glob(".*.tmp"):
+        with contextlib.suppress(OSError):  # gone already, or not ours to remove
+            if path.is_file() and now - path.stat().st_mtime > older_than:
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

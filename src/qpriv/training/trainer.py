@@ -35,7 +35,11 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.training.checkpoints import atomic_torch_save, load_checkpoint
+from qpriv.training.checkpoints import (
+    atomic_torch_save,
+    load_checkpoint,
+    remove_stale_temporaries,
+)
 from qpriv.training.evaluation import WindowSource, autocast, evaluate
 from qpriv.training.progress import epoch_bar, epoch_summary
 from qpriv.training.seeding import (
@@ -249,10 +253,14 @@ class Trainer:
         """Train for ``config.epochs`` epochs (continuing from the checkpoint if ``resume`` and
         one exists), then load the best-validation weights into the model."""
         cfg = self.config
+        if self.checkpoint_dir is not None:
+            remove_stale_temporaries(self.checkpoint_dir)
         start = self._restore() if resume else None
         if start is None:
             self._seed()
             start = 0
+            if self.checkpoint_dir is not None:  # a killed first epoch's, not this run's
+                (self.checkpoint_dir / BEST).unlink(missing_ok=True)
         for epoch in range(start + 1, cfg.epochs + 1):
             if self.diverged_epoch is not None:  # a resumed run that had already diverged
                 break
@@ -372,7 +380,8 @@ class Trainer:
         path = None if self.checkpoint_dir is None else self.checkpoint_dir / CHECKPOINT
         if path is None or not path.is_file():
             return None
-        state = load_checkpoint(path)
+        state = load_checkpoint(path, fix=f"delete it to train the run in {path.parent} "
+                                          "again from epoch 1, or start afresh in another out_dir")
         if state.get("format") != CHECKPOINT_FORMAT:
             raise InvalidInputError(
                 f"{path} has checkpoint format {state.get('format')!r}, this version reads "
@@ -391,4 +400,10 @@ class Trainer:
         self.shuffle.set_state(state["rng"]["shuffle"])
         self.history = list(state["history"])
         self.best = dict(state["best"])
+        # best.pt is written before checkpoint.pt: a kill between the two leaves it one epoch
+        # ahead of the checkpoint, so it is put back to the checkpoint's best
+        if self.best["model"] is not None:
+            atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+        else:
+            (self.checkpoint_dir / BEST).unlink(missing_ok=True)
         return int(state["epoch"])

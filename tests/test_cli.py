@@ -174,6 +174,42 @@ def test_an_out_dir_below_a_file_is_one_line(capsys, tmp_path):
     assert "Not a directory" in err[0]
 
 
+def test_train_classifier_lr_grid_resumes_without_tuning_again(capsys, tmp_path, monkeypatch):
+    from qpriv.classification import tuning
+
+    out = tmp_path / "run"
+    argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
+            "--batch", "128", "--epochs", "1", "--threads", "1", "--lr-grid", "0.01", "0.1",
+            "--json", "--out", str(out)]
+    assert main(argv) == 0
+    first = _last_json(capsys)
+    stored = json.loads((out / "result.json").read_text())
+    assert stored["lr_tuning"] == first["lr_tuning"] == json.loads(
+        (out / "lr_tuning.json").read_text())  # one write, with how the rate was chosen
+    monkeypatch.setattr(tuning, "tune_learning_rate", lambda **kw: pytest.fail("tuned again"))
+    assert main([*argv, "--resume"]) == 0
+    assert _last_json(capsys) == stored
+    assert main(argv) == 2  # without --resume a finished run is not overwritten
+    assert "already holds a finished run" in capsys.readouterr().err
+    assert main([*argv[:-4], "0.01", "0.3", "--json", "--out", str(out), "--resume"]) == 2
+    assert "tuned over another --lr-grid" in capsys.readouterr().err
+
+
+def test_ctrl_c_says_how_to_go_on(capsys, monkeypatch, tmp_path):
+    from qpriv.classification import run
+
+    def interrupted(**kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "train_classifier", interrupted)
+    argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
+            "--out", str(tmp_path / "run")]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == (f"qpriv: interrupted; rerun with --out {tmp_path / 'run'} --resume to "
+                   "continue from the last finished epoch")
+
+
 @pytest.mark.usefixtures("nan_classifier_weights")
 def test_train_classifier_reports_divergence(capsys):
     argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",

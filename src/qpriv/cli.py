@@ -433,9 +433,9 @@ def _clip_value(text: str) -> float | str | None:
 
 
 def _cmd_train_classifier(args: argparse.Namespace) -> int:
-    from qpriv.classification.run import RESULT_FILE, check_out_dir, train_classifier
+    from qpriv.classification.run import TUNING_FILE, check_out_dir, train_classifier
     from qpriv.classification.tuning import tune_learning_rate
-    from qpriv.training.checkpoints import atomic_write_json
+    from qpriv.training.checkpoints import atomic_write_json, read_json_object
 
     if args.delta is not None and args.eps is None:
         raise InvalidInputError("--delta is the delta of --eps's (eps, delta)-DP: give --eps "
@@ -460,8 +460,17 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
     if args.lr_grid:
         if args.lr is not None:
             raise InvalidInputError("give --lr or --lr-grid, not both: the grid chooses the rate")
-        check_out_dir(args.out)  # before the trials, not after
-        tuning = tune_learning_rate(grid=args.lr_grid, **settings)
+        out = check_out_dir(args.out, resume=args.resume)  # before the trials, not after
+        kept = None if out is None else out / TUNING_FILE
+        if args.resume and kept is not None and kept.is_file():
+            tuning = read_json_object(kept, fix="delete it to tune again")
+            if sorted(t["lr"] for t in tuning.get("trials", [])) != sorted(set(args.lr_grid)):
+                raise InvalidInputError(f"{kept} tuned over another --lr-grid; resume with "
+                                        "the same grid, or start afresh in another --out")
+        else:
+            tuning = tune_learning_rate(grid=args.lr_grid, **settings)
+            if kept is not None:  # a resumed run trains with the rate chosen here
+                atomic_write_json(kept, tuning)
         if not quiet:
             trials = ", ".join(f"{t['lr']:g}: {t['validation_accuracy']:.3f}"
                                for t in tuning["trials"])
@@ -469,11 +478,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     lr = tuning["lr"] if tuning else (args.lr if args.lr is not None else DEFAULT_CLASSIFIER_LR)
     result = train_classifier(**settings, lr=lr, unclipped_reference=args.unclipped_reference,
-                              out_dir=args.out, progress=not quiet)
-    if tuning:
-        result["lr_tuning"] = tuning
-        if args.out:  # the stored result carries how its rate was chosen
-            atomic_write_json(Path(args.out) / RESULT_FILE, result)
+                              out_dir=args.out, resume=args.resume, lr_tuning=tuning,
+                              progress=not quiet)
     if args.json:
         _emit_json(result)
         return 0
@@ -804,7 +810,10 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--unclipped-reference", action="store_true",
                     help="also train without clipping and report the distance from its loss")
     tc.add_argument("--threads", type=_positive_int)
-    tc.add_argument("--out", type=_out_path)
+    tc.add_argument("--out", type=_out_path,
+                    help="keep config, per-epoch checkpoints and result here")
+    tc.add_argument("--resume", action="store_true",
+                    help="continue the run in --out (same settings); a finished one is read")
     tc.add_argument("--quiet", action="store_true")
     tc.add_argument("--json", action="store_true")
     tc.set_defaults(handler=_cmd_train_classifier)
@@ -856,8 +865,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _after_interrupt(args: argparse.Namespace | None) -> str:
+    """How to go on after Ctrl-C, for the commands that keep their work."""
+    command = getattr(args, "command", None)
+    out = getattr(args, "out", None)
+    if command == "train" and out:
+        return f"; rerun with --out {out} --resume to continue from the last finished epoch"
+    if command == "reproduce":
+        return "; run the same command again: finished cells are kept"
+    if command == "quickstart":
+        return ("; run it again with the same --out to continue" if out else
+                "; nothing was kept (give --out to keep finished runs)")
+    if command == "train-classifier" and out:
+        return f"; rerun with --out {out} --resume to continue from the last finished epoch"
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``qpriv`` console script."""
+    args = None
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
@@ -865,7 +891,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"qpriv: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("qpriv: interrupted", file=sys.stderr)
+        print(f"qpriv: interrupted{_after_interrupt(args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `qpriv calibrate | head`: the reader left, nothing to report
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -109,7 +109,7 @@ def test_out_dir_gets_config_and_result(tmp_path) -> None:
     saved = json.loads((out / "result.json").read_text())
     assert saved["accuracy"] == r["accuracy"]
     assert json.loads((out / "config.json").read_text())["model"] == "lipschitz"
-    with pytest.raises(InvalidInputError, match="already holds a result"):
+    with pytest.raises(InvalidInputError, match="already holds a finished run"):
         train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out, **FAST)
     # a budget the accountant refuses leaves nothing behind
     refused = tmp_path / "refused"
@@ -117,6 +117,67 @@ def test_out_dir_gets_config_and_result(tmp_path) -> None:
         train_classifier(task="synthetic", model="mlp", clip=1.0, eps=1e-300, out_dir=refused,
                          **FAST)
     assert not refused.exists() or not any(refused.iterdir())
+
+
+def _kill_at_evaluation(monkeypatch, call: int) -> None:
+    """Raise KeyboardInterrupt at the ``call``-th evaluation (two per epoch: train, test)."""
+    from qpriv.classification import dpsgd
+
+    real, calls = dpsgd.evaluate, []
+
+    def evaluate(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(dpsgd, "evaluate", evaluate)
+
+
+def _without_seconds(result: dict) -> list[dict]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in result["history"]]
+
+
+@pytest.mark.parametrize("settings", [
+    {"model": "mlp", "clip": 1.0, "eps": 5.0, "unclipped_reference": True},  # Poisson + noise
+    {"model": "lipschitz", "clip": 1.0},
+    {"model": "quantum", "clip": 1.0, "n_layers": 1, "shots": 64, "eps": 5.0},  # sampled
+])
+def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, settings) -> None:
+    args = {"task": "synthetic", **FAST, "epochs": 3, **settings}
+    straight = train_classifier(**args)
+    out = tmp_path / "run"
+    # killed in the main run's epoch 2 (after the reference's 3 epochs where there is one)
+    _kill_at_evaluation(monkeypatch, call=3 + (6 if settings.get("unclipped_reference") else 0))
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(**args, out_dir=out)
+    monkeypatch.undo()
+    assert not (out / "result.json").exists() and (out / "checkpoint.pt").is_file()
+    with pytest.raises(InvalidInputError, match="holds an unfinished run; pass resume=True"):
+        train_classifier(**args, out_dir=out)
+    with pytest.raises(InvalidInputError, match=r"settings differ in \['seed'\]"):
+        train_classifier(**{**args, "seed": 4}, out_dir=out, resume=True)
+    resumed = train_classifier(**{**args, "threads": 2}, out_dir=out, resume=True)
+    assert _without_seconds(resumed) == _without_seconds(straight)
+    assert resumed["accuracy"] == straight["accuracy"]
+    assert (resumed.get("eps") or {}).get("value") == (straight.get("eps") or {}).get("value")
+    again = train_classifier(**args, out_dir=out, resume=True)  # finished: read back
+    assert again == json.loads((out / "result.json").read_text())
+
+
+def test_a_damaged_classifier_checkpoint_is_named(tmp_path, monkeypatch) -> None:
+    args = {"task": "synthetic", "model": "mlp", "clip": 1.0, **FAST, "epochs": 3}
+    out = tmp_path / "run"
+    _kill_at_evaluation(monkeypatch, call=5)
+    with pytest.raises(KeyboardInterrupt):
+        train_classifier(**args, out_dir=out)
+    monkeypatch.undo()
+    (out / "checkpoint.pt").write_bytes(b"PK\x03\x04 cut")
+    with pytest.raises(InvalidInputError, match=r"cannot read .*checkpoint.pt: the file is "
+                                                r"damaged .*delete it to train the run"):
+        train_classifier(**args, out_dir=out, resume=True)
+    with pytest.raises(InvalidInputError, match="resume needs the out_dir"):
+        train_classifier(**args, resume=True)
 
 
 def test_image_models_on_digits() -> None:

@@ -97,4 +97,4 @@ def test_cli_tunes_with_lr_grid(capsys, tmp_path, monkeypatch) -> None:
     calls = []
     monkeypatch.setattr(classifier_run, "train_classifier", lambda **kw: calls.append(kw))
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2
-    assert "already holds a result" in capsys.readouterr().err and calls == []
+    assert "already holds a finished run" in capsys.readouterr().err and calls == []

@@ -28,6 +28,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
@@ -36,6 +37,11 @@ from torch import Tensor, nn
 from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
+from qpriv.training.checkpoints import (
+    atomic_torch_save,
+    load_checkpoint,
+    remove_stale_temporaries,
+)
 from qpriv.training.dpsgd import (
     assign_flat_gradient,
     clip_and_noise,
@@ -236,6 +242,7 @@ def train_dpsgd(
     reference_losses: list[float] | None = None,
     diagnostics: bool = True,
     on_epoch: Callable[[dict], None] | None = None,
+    checkpoint: Path | None = None,
 ) -> list[dict]:
     """Train ``model`` with DP-SGD for ``config.epochs`` epochs; return one record per epoch.
 
@@ -250,6 +257,10 @@ def train_dpsgd(
     ``diagnostics``, every statistic of :func:`epoch_diagnostics`; ``non_finite`` when any of
     its numbers is not finite. Training stops after the first epoch whose training loss is not
     finite; that record has ``diverged`` and is the last.
+
+    ``checkpoint``: a file that gets the model, optimizer, both generators and the history
+    after every epoch (atomically); if it exists, training continues from it (a killed run
+    resumes to the same result). It must come from a run with the same ``config``.
     """
     n_train = x_train.shape[0]
     if n_train < 1:
@@ -260,8 +271,13 @@ def train_dpsgd(
         )
     model.train()
     optimizer = _make_optimizer(model, config)
-    history = []
-    for epoch in range(1, config.epochs + 1):
+    history: list[dict] = []
+    if checkpoint is not None:
+        history = _restore(checkpoint, model=model, optimizer=optimizer, config=config,
+                           generators=(batch_generator, noise_generator))
+        if history and history[-1].get("diverged"):
+            return history
+    for epoch in range(len(history) + 1, config.epochs + 1):
         tic = time.perf_counter()
         fractions = []
         for index in _batches(n_train, config, batch_generator):
@@ -289,8 +305,42 @@ def train_dpsgd(
             # no step from non-finite weights recovers: stop here, as the forecaster does
             record["diverged"] = True
         history.append(record)
+        if checkpoint is not None:
+            atomic_torch_save(checkpoint, {
+                "format": CHECKPOINT_FORMAT, "config": config.as_dict(),
+                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "batch_generator": batch_generator.get_state(),
+                "noise_generator": noise_generator.get_state(), "history": history})
         if on_epoch is not None:
             on_epoch(record)
         if record.get("diverged"):
             break
     return history
+
+
+CHECKPOINT_FORMAT = 1
+"""Version of the classifier checkpoint written by :func:`train_dpsgd`."""
+
+
+def _restore(path: Path, *, model: nn.Module, optimizer: torch.optim.Optimizer,
+             config: DPSGDConfig, generators: tuple[torch.Generator, torch.Generator]
+             ) -> list[dict]:
+    """Load ``path`` into the model, optimizer and generators; its history ([] if none)."""
+    remove_stale_temporaries(path.parent)
+    if not path.is_file():
+        return []
+    fresh = f"delete it to train the run in {path.parent} again from epoch 1"
+    state = load_checkpoint(path, fix=fresh)
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise InvalidInputError(f"{path} has checkpoint format {state.get('format')!r}, this "
+                                f"version reads {CHECKPOINT_FORMAT}; {fresh}")
+    if state.get("config") != config.as_dict():
+        changed = sorted(k for k, v in config.as_dict().items()
+                         if (state.get("config") or {}).get(k) != v)
+        raise InvalidInputError(f"{path} was written by a run with other DP-SGD settings "
+                                f"({changed}); {fresh}")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    for generator, key in zip(generators, ("batch_generator", "noise_generator"), strict=True):
+        generator.set_state(state[key])
+    return list(state["history"])

@@ -44,7 +44,7 @@ from qpriv.classification.models import (
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
-from qpriv.training.checkpoints import atomic_write_json
+from qpriv.training.checkpoints import atomic_write_json, read_json_object
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
 
@@ -56,6 +56,11 @@ DEFAULT_LAYERS = {"quantum": 8, "quantum-image": 28}
 classifier (the paper's "around 500 trainable parameters")."""
 CONFIG_FILE = "config.json"
 RESULT_FILE = "result.json"
+CHECKPOINT_FILE = "checkpoint.pt"
+REFERENCE_CHECKPOINT = "reference.pt"
+"""The unclipped twin's checkpoint (``unclipped_reference``)."""
+TUNING_FILE = "lr_tuning.json"
+"""``qpriv train-classifier --lr-grid``'s choice, kept so that a resumed run need not tune."""
 DP_KIND = "global (eps, delta)-DP"
 ACCOUNTANT = ACCOUNTANTS["rdp"]
 ACCOUNTING_NOTE = (
@@ -90,6 +95,8 @@ def train_classifier(
     diagnostics: bool = True,
     validation: float | None = None,
     out_dir: str | Path | None = None,
+    resume: bool = False,
+    lr_tuning: dict | None = None,
     threads: int | None = None,
     progress: bool = False,
 ) -> dict:
@@ -126,7 +133,14 @@ def train_classifier(
             evaluate on it instead of the test split: the run a learning rate is tuned by
             (:mod:`qpriv.classification.tuning`). ``accuracy`` is then the validation
             accuracy and ``evaluated_on`` says so.
-        out_dir: write ``config.json`` and ``result.json`` there; None writes nothing.
+        out_dir: write ``config.json``, a checkpoint per epoch (``checkpoint.pt``, and
+            ``reference.pt`` for the unclipped twin) and ``result.json`` there; None writes
+            nothing.
+        resume: continue the run in ``out_dir`` from its checkpoints (same settings
+            required; a killed run resumes to the same result); a finished run's
+            ``result.json`` is returned as it is.
+        lr_tuning: how ``lr`` was chosen (:func:`qpriv.classification.tuning.
+            tune_learning_rate`'s record), stored with the result.
         threads: torch CPU threads for the run (restored afterwards).
         progress: one line per epoch on stderr.
 
@@ -153,7 +167,7 @@ def train_classifier(
         image_size=image_size, loader_layers=loader_layers, loader_steps=loader_steps,
         unclipped_reference=unclipped_reference, validation=validation, threads=threads,
     )
-    out = check_out_dir(out_dir)
+    out = check_out_dir(out_dir, resume=resume)
 
     saved_threads = torch.get_num_threads()
     if threads is not None:
@@ -180,6 +194,11 @@ def train_classifier(
         privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta)
         config = replace(config, noise_multiplier=privacy["sigma"])
         if out is not None:  # only once every setting, the accountant's included, is accepted
+            if resume and (out / CONFIG_FILE).is_file():
+                _check_same_request(out, written_request)
+                if (out / RESULT_FILE).is_file():
+                    return read_json_object(out / RESULT_FILE,
+                                            fix=f"delete it to evaluate the run in {out} again")
             atomic_write_json(out / CONFIG_FILE, written_request)
         initial = {k: v.detach().clone() for k, v in net.state_dict().items()}
 
@@ -191,6 +210,7 @@ def train_classifier(
             ref_history = train_dpsgd(
                 twin, **inputs, config=ref_config, diagnostics=False,
                 **_generators(seed), on_epoch=_printer("unclipped", epochs, progress),
+                checkpoint=None if out is None else out / REFERENCE_CHECKPOINT,
             )
             # a reference that diverged has no loss to measure the later epochs against
             reference = [h["train_loss"] for h in ref_history]
@@ -205,6 +225,7 @@ def train_classifier(
             net, **inputs, config=config, diagnostics=diagnostics,
             reference_losses=reference, **_generators(seed),
             on_epoch=_printer(model, epochs, progress),
+            checkpoint=None if out is None else out / CHECKPOINT_FILE,
         )
     finally:
         torch.set_num_threads(saved_threads)
@@ -228,6 +249,7 @@ def train_classifier(
         "request": request,
         **extra,
         **reference_info,
+        **({"lr_tuning": lr_tuning} if lr_tuning is not None else {}),
         "history": history,
         "seconds": time.perf_counter() - started,
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
@@ -242,20 +264,47 @@ def train_classifier(
 # -- validation and set-up ------------------------------------------------------------------------
 
 
-def check_out_dir(out_dir: str | Path | None) -> Path | None:
+def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path | None:
     """``out_dir`` as a Path if a run may write there (None stays None).
 
     Raises:
-        InvalidInputError: it is a file, or it already holds a result.
+        InvalidInputError: it is a file; it already holds a run and ``resume`` is False;
+            ``resume`` without an ``out_dir``, or with one that holds a checkpoint but no
+            ``config.json`` (its settings cannot be checked).
     """
     if out_dir is None:
+        if resume:
+            raise InvalidInputError("resume needs the out_dir of the run to continue (--out)")
         return None
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"out_dir {out} exists and is not a directory")
-    if (out / RESULT_FILE).exists():
-        raise InvalidInputError(f"out_dir {out} already holds a result; choose another")
+    held = [name for name in (RESULT_FILE, CHECKPOINT_FILE, REFERENCE_CHECKPOINT)
+            if (out / name).exists()]
+    if held and not resume:
+        what = "a finished run" if RESULT_FILE in held else "an unfinished run"
+        raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "
+                                "(qpriv train-classifier: --resume) to continue or read it, or "
+                                "choose another out_dir")
+    if resume and held and not (out / CONFIG_FILE).is_file():
+        raise InvalidInputError(f"cannot resume the run in {out}: it has no {CONFIG_FILE}, so its "
+                                "settings cannot be checked; start afresh in another out_dir")
     return out
+
+
+_UNCHECKED = ("threads",)
+"""Request keys a resumed run may change: they do not change what is computed."""
+
+
+def _check_same_request(out: Path, request: dict) -> None:
+    fresh = "resume with the same settings, or start a new run in another out_dir"
+    saved = read_json_object(out / CONFIG_FILE, fix=fresh)
+    current = json.loads(json.dumps(request))
+    changed = sorted(k for k in set(saved) | set(current)
+                     if k not in _UNCHECKED and saved.get(k) != current.get(k))
+    if changed:
+        raise InvalidInputError(f"cannot resume the run in {out}: its settings differ in "
+                                f"{changed}; {fresh}")
 
 
 def _validate(**args) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -127,3 +129,20 @@ def test_data_dir_finds_a_moved_dataset(run_copy, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     data = load_run(run_copy, data_dir=moved).data()
     assert data.source == moved / "ETTh1.csv"
+
+
+def test_a_csv_named_like_a_dataset_is_read_back_as_that_csv(tmp_path):
+    from qpriv.forecasting.run import run_forecast
+
+    rows = 400
+    frame = pd.DataFrame({"date": pd.date_range("2020-01-01", periods=rows, freq="h").astype(str),
+                          "a": np.sin(np.arange(rows) / 7.0), "b": np.cos(np.arange(rows) / 5.0)})
+    csv = tmp_path / "ETTh1.csv"  # not the ETT file: its own 70/10/20 split applies
+    frame.to_csv(csv, index=False)
+    out = tmp_path / "run"
+    run_forecast(csv=csv, method="classical", epochs=1, seq_len=16, horizon=2,
+                 max_train_windows=8, max_eval_windows=8, out_dir=out, progress=False,
+                 threads=1)
+    data = load_run(out).data()
+    assert data.convention == "custom" and data.source == csv
+    assert data.train.starts[-1] < 0.7 * rows  # ETT-hourly's split would start far later

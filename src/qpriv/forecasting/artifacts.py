@@ -205,8 +205,11 @@ def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | N
         "max_train_windows": request["max_train_windows"],
         "max_eval_windows": request["max_eval_windows"] if limit_eval else None,
     }
+    # a user CSV has its sha256 recorded, a named dataset none: a CSV that happens to be
+    # called ETTh1.csv is still read as a CSV, with the split it was trained on
+    is_csv = request.get("source_sha256") is not None or name not in DATASETS
     try:
-        if name in DATASETS:
+        if not is_csv:
             data = load_forecasting_data(
                 name, data_dir=data_dir if data_dir is not None else source,
                 allow_download=False, **kwargs,

@@ -412,7 +412,8 @@ def mse_steps(
 
 
 #: Settings that runs compared in audit 5 must share (they differ only in eps and its noise).
-_COMPARED_SETTINGS = ("dataset", "channels", "seq_len", "horizon", "method", "max_eval_windows")
+_COMPARED_SETTINGS = ("dataset", "source_sha256", "channels", "seq_len", "horizon", "method",
+                      "max_eval_windows")
 #: What a run found beside another must share besides: one grid cell per eps, the same seed.
 _SIBLING_SETTINGS = (*_COMPARED_SETTINGS, "seed", "epochs", "max_train_windows", "overrides",
                      "accounting")

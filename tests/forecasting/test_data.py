@@ -331,7 +331,12 @@ _GOOD = [f"{i},{i * i % 7}" for i in range(10)]
         # offsets differ: compared as instants, 03:00+02:00 is 01:00 UTC, before 02:00+00:00
         ("date,a\n2016-03-27 02:00+00:00,1\n2016-03-27 03:00+02:00,2\n",
          ["not strictly increasing", "line 3 ('2016-03-27 03:00+02:00')"]),
-        ("date,a,b\n2020-01-01,1,2,3\n2020-01-02,3,4\n", ["cannot read", "as CSV"]),
+        ("date,a,b\n2020-01-01,1,2,3\n2020-01-02,3,4\n",
+         ["cannot read", "as CSV: Expected 3 fields in line 2, saw 4; every row needs as many "
+          "comma-separated fields as the header"]),
+        ("date;a;b\n2020-01-01;1;2\n2020-01-02;3;4\n",
+         ["is not comma-separated", "one field holding ';'"]),
+        ("", ["the file is empty"]),
     ],
 )
 def test_bad_csv_is_rejected_with_a_clear_message(
@@ -344,6 +349,13 @@ def test_bad_csv_is_rejected_with_a_clear_message(
     for part in expected:
         assert part in message
     assert str(path) in message or "no channel" in message
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "utf16.csv"
+    path.write_bytes("date,a\n2020-01-01,1\n".encode("utf-16"))
+    with pytest.raises(InvalidInputError, match=r"not UTF-8 text .*save it as UTF-8"):
+        load_frame(path)
 
 
 def test_dates_with_different_utc_offsets_are_read_as_instants(tmp_path: Path) -> None:

@@ -318,9 +318,22 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
     try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
         raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
                           skipinitialspace=True)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {path} as CSV: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: it is not UTF-8 text ({exc.reason} "
+                                f"at byte {exc.start}); save it as UTF-8") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: the file is empty") from exc
+    except pd.errors.ParserError as exc:  # pandas' text: "Error tokenizing data. C error: ..."
+        detail = " ".join(str(exc).split()).split("C error: ")[-1]
+        raise InvalidInputError(
+            f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
+            "fields as the header") from exc
     header = raw.iloc[0].astype(str).str.strip().tolist()
+    sep = next((sep for sep in (";", "\t", "|") if sep in header[0]), None)
+    if len(header) == 1 and sep is not None:
+        raise InvalidInputError(
+            f"{path} is not comma-separated: its header {header[0]!r} is one field holding "
+            f"{sep!r}; write the file with commas between the fields")
     raw = raw.iloc[1:].reset_index(drop=True)
     raw.columns = header
     repeated = sorted({name for name in header if header.count(name) > 1})

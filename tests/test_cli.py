@@ -98,6 +98,7 @@ def test_audit_channel_json(capsys):
         (["train", "--method", "dpsgd", "--eps", "1", "--delta", "1e-5"],
          "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
         (["train", "--horizon", "0"], "positive integer"),
+        (["train", "--csv", "x.csv", "--data-dir", "."], "--csv names its file itself"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):

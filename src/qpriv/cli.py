@@ -295,6 +295,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
                                     "leave it out")
     elif eps is None:
         eps = DEFAULT_TRAIN_EPS
+    if args.csv and args.data_dir:
+        raise InvalidInputError("--data-dir says where to find a named dataset; --csv names its "
+                                "file itself: leave --data-dir out")
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=eps,
@@ -723,7 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
     src = tr.add_mutually_exclusive_group()
     src.add_argument("--dataset", default="ETTh1", help="ETTh1 or ETTh2 (default ETTh1)")
     src.add_argument("--csv", help="any CSV with a 'date' column and numeric channels")
-    tr.add_argument("--columns", nargs="+", help="channels of --csv to use (default: all)")
+    tr.add_argument("--columns", nargs="+",
+                    help="channels to use, of --csv or the dataset (default: all)")
     tr.add_argument("--data-dir", type=_existing_path, help="file or directory holding the dataset")
     tr.add_argument("--horizon", type=_positive_int, default=24)
     tr.add_argument("--method", default="ldpt",

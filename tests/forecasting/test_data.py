@@ -525,7 +525,7 @@ def test_offline_without_file_lists_every_place_and_the_fixes(
     message = str(info.value)
     for part in (
         str(tmp_path / "given"),
-        str(tmp_path / "envdir" / "tiny.csv"),
+        f"{tmp_path / 'envdir' / 'tiny.csv'} (not found: no such directory)",
         str(isolated / "tiny.csv"),
         spec.url,
         "disabled",
@@ -583,6 +583,46 @@ def test_download_failure_lists_places(
     message = str(info.value)
     assert "failed" in message and "404" in message and str(isolated / "tiny.csv") in message
     assert list(isolated.iterdir()) == []
+
+
+def test_an_unwritable_cache_is_named_not_blamed_on_the_network(
+    monkeypatch: pytest.MonkeyPatch, server: _Server, tmp_path: Path, tiny_payload: bytes
+) -> None:
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    monkeypatch.delenv(fdata.DATA_DIR_ENV, raising=False)
+    _register(monkeypatch, tiny_payload, url=f"{server.url}/tiny.csv")
+    with pytest.raises(InvalidInputError, match=r"the user cache .*afile/qpriv/data cannot be "
+                                                r"written .*set XDG_CACHE_HOME"):
+        locate_dataset("Tiny")
+    assert server.requests == []
+
+
+def test_a_data_dir_variable_naming_a_file_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: Path, tiny_payload: bytes
+) -> None:
+    _register(monkeypatch, tiny_payload)
+    (tmp_path / "tiny.csv").write_bytes(tiny_payload)
+    monkeypatch.setenv(fdata.DATA_DIR_ENV, str(tmp_path / "tiny.csv"))
+    with pytest.raises(InvalidInputError, match=r"\$QPRIV_DATA_DIR: .*tiny.csv/tiny.csv \(not "
+                                                r"found: .*tiny.csv is a file, not a directory"):
+        locate_dataset("Tiny", allow_download=False)
+
+
+def test_a_killed_downloads_leftover_goes_with_the_next_download(
+    monkeypatch: pytest.MonkeyPatch, server: _Server, tmp_path: Path, isolated: Path,
+    tiny_payload: bytes,
+) -> None:
+    (tmp_path / "www" / "tiny.csv").write_bytes(tiny_payload)
+    _register(monkeypatch, tiny_payload, url=f"{server.url}/tiny.csv")
+    isolated.mkdir(parents=True, exist_ok=True)
+    old, fresh = isolated / ".tiny.csv.abc123.part", isolated / ".tiny.csv.def456.part"
+    old.write_bytes(b"half")
+    fresh.write_bytes(b"another download, still running")
+    os.utime(old, (0, 0))
+    locate_dataset("Tiny")
+    assert sorted(p.name for p in isolated.iterdir()) == [fresh.name, "tiny.csv"]
 
 
 def test_values_too_large_to_scale_are_named_not_called_constant(tmp_path: Path) -> None:

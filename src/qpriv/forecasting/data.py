@@ -36,6 +36,7 @@ import logging
 import operator
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.request
 import warnings
@@ -77,6 +78,8 @@ DATA_DIR_ENV = "QPRIV_DATA_DIR"
 
 DOWNLOAD_TIMEOUT_S = 60.0
 """Socket timeout of a dataset download, in seconds."""
+STALE_DOWNLOAD_S = 3600.0
+"""A partial download (``.NAME.*.part``) this old in the cache was killed: it is removed."""
 
 SplitConvention = Literal["ett-hourly", "custom"]
 ETT_HOURLY: SplitConvention = "ett-hourly"
@@ -180,7 +183,11 @@ def locate_dataset(
         if candidate.is_file():
             _verify_checksum(spec, candidate)
             return candidate
-        looked.append(f"{where}: {candidate} (not found)")
+        folder = candidate.parent
+        reason = ("not found" if folder.is_dir() else
+                  f"not found: {folder} is a file, not a directory" if folder.exists() else
+                  "not found: no such directory")
+        looked.append(f"{where}: {candidate} ({reason})")
 
     target = cache_dir() / spec.filename
     if not allow_download:
@@ -188,9 +195,15 @@ def locate_dataset(
         raise InvalidInputError(_not_found_message(spec, looked))
     try:
         return _download(spec, target)
-    except (OSError, urllib.error.URLError, http.client.HTTPException) as exc:
+    except (urllib.error.URLError, http.client.HTTPException) as exc:
         looked.append(f"download from {spec.url} into {target.parent}: failed ({exc})")
         raise InvalidInputError(_not_found_message(spec, looked)) from exc
+    except OSError as exc:  # the cache itself, not the network
+        raise InvalidInputError(
+            f"dataset {spec.name}: the user cache {target.parent} cannot be written ({exc}); "
+            f"set XDG_CACHE_HOME to a writable directory, or put {spec.filename} in a "
+            f"directory named by ${DATA_DIR_ENV} or --data-dir"
+        ) from exc
 
 
 def _candidates(spec: DatasetSpec, path: str | Path | None) -> list[tuple[str, Path | None]]:
@@ -264,6 +277,10 @@ def _verify_checksum(spec: DatasetSpec, path: Path) -> None:
 def _download(spec: DatasetSpec, target: Path) -> Path:
     """Download ``spec.url`` to ``target``: temp file in the same directory, sha256, replace."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{spec.filename}.*.part"):  # a killed download's
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > STALE_DOWNLOAD_S:
+                stale.unlink()
     log.info("downloading %s from %s to %s", spec.name, spec.url, target)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed below, unlinked on failure)
         dir=target.parent, prefix=f".{spec.filename}.", suffix=".part", delete=False

@@ -155,6 +155,17 @@ def test_a_cell_that_diverged_before_any_model_is_reported_not_attacked(tmp_path
     assert values == {"mse": None, "diverged_epoch": 1}  # no model: nothing to attack
 
 
+def test_data_that_cannot_be_had_is_one_error_before_any_cell(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: pytest.fail("a cell ran"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "ETTh1.csv").write_text("date,OT\n2016-07-01 00:00:00,1\n")
+    with pytest.raises(InvalidInputError, match="fails its checksum"):
+        run_experiment("table3", budget=TINY, out_dir=tmp_path / "out", data_dir=bad,
+                       progress=False)
+    assert not (tmp_path / "out").exists()  # no report of a grid that never started
+
+
 def test_a_damaged_cell_is_named_and_a_damaged_attack_cache_recomputed(tmp_path, monkeypatch):
     from qpriv.attacks import mia
 

@@ -110,6 +110,7 @@ def run_experiment(
     else:
         per_cell = []
         cells = exp.cells(seeds)
+        _locate_data(cells, data_dir=data_dir)
         for i, cell in enumerate(cells, 1):
             say(f"[{i}/{len(cells)}] {cell.key}")
             try:
@@ -139,6 +140,15 @@ def run_experiment(
 
 def cell_dir(cell: Cell, *, budget: Budget, out_dir: Path) -> Path:
     return out_dir / "cells" / budget.name / cell.key
+
+
+def _locate_data(cells: Sequence[Cell], *, data_dir: str | Path | None) -> None:
+    """Find (or download) every dataset of the grid once, before any cell: data that cannot be
+    had is one error, not the same failure in every cell."""
+    from qpriv.forecasting.data import locate_dataset
+
+    for name in sorted({cell.dataset for cell in cells}):
+        locate_dataset(name, path=data_dir)
 
 
 def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path | None,

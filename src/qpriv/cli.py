@@ -467,7 +467,8 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
         kept = None if out is None else out / TUNING_FILE
         if args.resume and kept is not None and kept.is_file():
             tuning = read_json_object(kept, fix="delete it to tune again")
-            if sorted(t["lr"] for t in tuning.get("trials", [])) != sorted(set(args.lr_grid)):
+            tried = sorted(t.get("lr") for t in tuning.get("trials", []) if isinstance(t, dict))
+            if tried != sorted(set(args.lr_grid)) or "lr" not in tuning:
                 raise InvalidInputError(f"{kept} tuned over another --lr-grid; resume with "
                                         "the same grid, or start afresh in another --out")
         else:

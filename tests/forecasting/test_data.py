@@ -599,6 +599,20 @@ def test_an_unwritable_cache_is_named_not_blamed_on_the_network(
     assert server.requests == []
 
 
+def test_a_timeout_while_reading_is_the_networks_not_the_caches(
+    monkeypatch: pytest.MonkeyPatch, isolated: Path, tiny_payload: bytes
+) -> None:
+    _register(monkeypatch, tiny_payload)
+
+    def stalled(spec, target):
+        raise TimeoutError("The read operation timed out")
+
+    monkeypatch.setattr(fdata, "_download", stalled)
+    with pytest.raises(InvalidInputError, match=r"download from .*: failed \(The read "
+                                                r"operation timed out\).*internet access"):
+        locate_dataset("Tiny")
+
+
 def test_a_data_dir_variable_naming_a_file_says_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: Path, tiny_payload: bytes
 ) -> None:

@@ -195,15 +195,18 @@ def locate_dataset(
         raise InvalidInputError(_not_found_message(spec, looked))
     try:
         return _download(spec, target)
-    except (urllib.error.URLError, http.client.HTTPException) as exc:
+    except (OSError, http.client.HTTPException) as exc:
+        # an error naming a file is the cache's; the network's (URLError, a timeout or reset
+        # while reading) name none
+        if isinstance(exc, OSError) and not isinstance(exc, urllib.error.URLError) \
+                and exc.filename is not None:
+            raise InvalidInputError(
+                f"dataset {spec.name}: the user cache {target.parent} cannot be written "
+                f"({exc}); set XDG_CACHE_HOME to a writable directory, or put {spec.filename} "
+                f"in a directory named by ${DATA_DIR_ENV} or --data-dir"
+            ) from exc
         looked.append(f"download from {spec.url} into {target.parent}: failed ({exc})")
         raise InvalidInputError(_not_found_message(spec, looked)) from exc
-    except OSError as exc:  # the cache itself, not the network
-        raise InvalidInputError(
-            f"dataset {spec.name}: the user cache {target.parent} cannot be written ({exc}); "
-            f"set XDG_CACHE_HOME to a writable directory, or put {spec.filename} in a "
-            f"directory named by ${DATA_DIR_ENV} or --data-dir"
-        ) from exc
 
 
 def _candidates(spec: DatasetSpec, path: str | Path | None) -> list[tuple[str, Path | None]]:

@@ -88,7 +88,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"note: {note}")
     print("These are the paper's formulas for one use of the channel per token. The features "
-          "release N_s shots of each token's state, which they do not account for (SPEC 8.2).")
+          "release N_s shots of each token's state, which they do not account for "
+          "(`qpriv account` does).")
     return 0
 
 
@@ -414,8 +415,8 @@ def _cmd_quickstart(args: argparse.Namespace) -> int:
           f"(slack {audit.slack:.2f}x): {'PASS' if audit.passed else 'FAIL'}")
     print("caveat: the paper's per-pass eps does not count the N_s shots released per token; "
           "both accountings hold for the released quantum features only: RevIN's statistics "
-          "and the forecast targets reach the trained model without the channel (SPEC 8.2, "
-          "8.4; `qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
+          "and the forecast targets reach the trained model without the channel "
+          "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
     return 0 if audit.passed else 1
 
 

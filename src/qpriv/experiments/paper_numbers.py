@@ -305,11 +305,11 @@ TABLE7 = PaperTable(
            "row -> None). Dataset: ETTh1 (the text gives 0.620-0.975 for ETTh2's fidelities).",
            "p, gamma and sigma agree with Eqs. (6)-(8) (p = 0.9505 at eps_s = 0.1, printed "
            "0.951).",
-           "SPEC 8.1: the fidelities are not the depolarizing channel's <psi|E_p(psi)|psi> = "
+           "The fidelities are not the depolarizing channel's <psi|E_p(psi)|psi> = "
            "1 - p + p/D = 0.109 / 0.283 / 0.469 / 0.973; 0.974 at eps_s = 5.0 is close.",
            "eps_me is back-solved from Eq. (5); it contradicts Theorem 2 (eps_me ≈ 0.003 for "
            "N_s = 1024), equals 1.000 at eps_s = 1.0 and would be -0.333 at eps_s = 5.0 (the "
-           "dagger); SPEC 8.3.",
+           "dagger); the hybrid composition has no meaning at eps_ch >= 1.",
            "Section 7.6 calls the composition check 'exact to four decimal places', but with the "
            "printed values 1 - (1 - 0.080)(1 - 0.022) = 0.1002 and 1 - 0.600 * 0.833 = 0.5002.",
            "Section 4: 'varying alpha from 0.6 to 0.9 changes gamma from 1.82 to 3.55 ... "

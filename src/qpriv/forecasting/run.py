@@ -357,11 +357,11 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         "privacy_notes": [
             *notes,
             "paper accounting counts one use of the channel per token and pass; the features "
-            "release N_s shots of every token, over all tokens and passes (SPEC 8.2): see the "
+            "release N_s shots of every token, over all tokens and passes: see the "
             "rigorous accounting",
             TARGETS_NOTE,
             *(["RevIN's per-window mean and std reach the output without passing the channel "
-               "(side channel, SPEC 8.4)"] if setup.config.normalisation == "revin" else
+               "(a side channel)"] if setup.config.normalisation == "revin" else
               ["normalisation fixed: no per-window statistic bypasses the channel"]),
             SCALER_NOTE,
         ],

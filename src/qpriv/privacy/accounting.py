@@ -117,7 +117,7 @@ ASSUMPTIONS = (
     "purity: computed exactly and the same for every pure input, so data independent (free)",
     "injection noise (sigma, three points): no credit is taken; it is post-processing of the "
     "features and could only help, but it is not accounted as a privacy mechanism",
-    "not covered: RevIN's per-window mean and std (a side channel, SPEC section 2), the forecast "
+    "not covered: RevIN's per-window mean and std (a side channel), the forecast "
     "targets (they reach the loss without the channel), the classical path when gate < 1; so "
     "the trained weights are not covered, only the released quantum features",
     "counting: a window holds a changed time step in up to ceil(D/s) tokens; over the L windows "

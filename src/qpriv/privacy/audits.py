@@ -316,7 +316,7 @@ def audit_composition(run: LoadedRun) -> AuditResult:
             hybrid_composition(cal.eps_ch, cal.eps_me), eps)
     else:
         notes.append(f"eq. 5 not checked: eps_me is undefined at eps_ch = {cal.eps_ch:g} >= 1 "
-                     "(SPEC 8.3)")
+                     "(the hybrid composition has no meaning there)")
     labels_ok = all(entry.get("kind") == "composed" and entry.get("accounting") == "paper"
                     for entry in (basic, advanced))
     if not labels_ok:
@@ -587,7 +587,7 @@ def audit_fidelity_tracks_eps(
     detail = (f"fidelity by eps over {len(psi)} token states: {trend}; propagator = 1 - p + p/D "
               f"to {deviation:.1e}")
     if any(r["fidelity_paper"] is not None for r in rows):
-        detail += "; Table 7's printed values are not this channel's (SPEC 8.1)"
+        detail += "; Table 7's printed values are not this channel's"
     return AuditResult(
         number=6, name=AUDIT_NAMES[6], status=PASS if passed else FAIL, measured=smallest_step,
         threshold=f"smallest rise > 0; |F - (1 - p + p/D)| <= {FIDELITY_TOLERANCE:g}",

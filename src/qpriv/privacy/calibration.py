@@ -24,7 +24,7 @@ DEFAULT_D_MODEL = 128
 #: How the two fidelity columns differ, for reports that print both.
 FIDELITY_NOTE = (
     "fidelity is <psi|E_p(psi)|psi> = 1 - p + p/D of the calibrated channel; fidelity_paper is "
-    "Table 7's printed value, which does not match that channel below eps_s = 5 (SPEC 8.1)"
+    "Table 7's printed value, which does not match that channel below eps_s = 5"
 )
 
 #: Table 7's fidelity column as printed, keyed by eps_s. SPEC section 8.1: these are not the
@@ -155,7 +155,7 @@ def calibrate(
     if eps_me is None:
         notes.append(
             f"eps_me undefined: eps_ch = {eps_ch:g} >= 1, where Theorem 3's hybrid composition "
-            "1-(1-eps_ch)(1-eps_me) has no meaning (SPEC 8.3)"
+            "1-(1-eps_ch)(1-eps_me) has no meaning"
         )
     fidelity_paper = next(
         (v for k, v in PAPER_TABLE7_FIDELITY.items() if math.isclose(k, eps_s)), None

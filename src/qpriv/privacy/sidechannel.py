@@ -453,7 +453,7 @@ def _run_probe(
 
 _EXPLANATIONS = {
     REVIN: "RevIN z-scores each window with its own mean and std and restores them at the "
-           "output: both reach the forecast without passing the channel (SPEC 8.4)",
+           "output: both reach the forecast without passing the channel",
     CLASSICAL_PATH: "the classical embedding x_cl = Linear(tokens) reaches the attention with "
                     "weight 1 - g, so the raw tokens, sign and norm included, bypass the channel",
     OTHER: "the forecast moved although the channel output, the noise and x_cl did not: some "
@@ -507,7 +507,7 @@ def _accounting(config: ModelConfig, *, leaks: tuple[Leak, ...], passed: bool, m
     """The labelled privacy numbers of what leaves the model outside the channel."""
     if mode == "paper":
         return {"note": "the paper's accounting covers the channel only; it does not count the "
-                        "paths this audit finds (SPEC 8.4)"}
+                        "paths this audit finds"}
     if leaks:
         outside = {
             "value": None, "kind": "local eps-QDP per pass", "accounting": "rigorous",

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import http.server
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -446,6 +447,22 @@ def test_cache_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) 
     assert cache_dir() == Path.home() / ".cache" / "qpriv" / "data"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/dir")  # ignored, as XDG says
     assert cache_dir() == Path.home() / ".cache" / "qpriv" / "data"
+
+
+def test_cache_dir_on_macos_is_library_caches(monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
+    import importlib
+
+    import platformdirs
+
+    monkeypatch.setattr(sys, "platform", "darwin")  # (Windows' variant imports win32 APIs)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    try:
+        importlib.reload(platformdirs)  # it picks its implementation by sys.platform
+        assert cache_dir() == tmp_path / "Library" / "Caches" / "qpriv" / "data"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(platformdirs)
 
 
 def test_search_order_explicit_then_env_then_cache(

@@ -11,7 +11,7 @@ The one front door is :func:`load_forecasting_data`::
 
 Where the named files come from (:func:`locate_dataset`), in this order: a path you give
 (``data_dir=`` / ``--data-dir``: the file itself or a directory that holds it), the directory in
-``$QPRIV_DATA_DIR``, the user cache (``$XDG_CACHE_HOME/qpriv/data`` or ``~/.cache/qpriv/data``),
+``$QPRIV_DATA_DIR``, the user cache (:func:`cache_dir`: ``~/.cache/qpriv/data`` on Linux),
 and last a download from the dataset's canonical address into that cache. Every file is checked
 against the published sha256, so a dataset name always means the same bytes.
 
@@ -35,6 +35,7 @@ import http.client
 import logging
 import operator
 import os
+import sys
 import tempfile
 import time
 import urllib.error
@@ -146,11 +147,16 @@ def dataset_spec(name: str) -> DatasetSpec:
 
 
 def cache_root() -> Path:
-    """qpriv's user cache: ``$XDG_CACHE_HOME/qpriv`` or ``~/.cache/qpriv`` (an unset, empty or
-    relative ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory specification asks)."""
+    """qpriv's user cache, where the platform keeps them (platformdirs): on Linux
+    ``$XDG_CACHE_HOME/qpriv`` or ``~/.cache/qpriv`` (an unset, empty or relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG base-directory specification asks), on macOS
+    ``~/Library/Caches/qpriv``, on Windows ``%LOCALAPPDATA%\\qpriv\\Cache``."""
+    import platformdirs
+
     xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "qpriv"
+    if xdg and not Path(xdg).is_absolute() and sys.platform.startswith("linux"):
+        return Path.home() / ".cache" / "qpriv"
+    return platformdirs.user_cache_path("qpriv", appauthor=False)
 
 
 def cache_dir() -> Path:

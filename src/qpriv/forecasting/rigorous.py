@@ -5,7 +5,7 @@ Two services for :func:`qpriv.forecasting.run.run_forecast`:
 - :func:`rigorous_summary`: beside a run's ``paper`` numbers, the rigorous (eps, delta) of one
   token state, one window and one record (:func:`qpriv.privacy.accounting.account`) at the
   run's p, shots, token layout and epochs. The worst-pair search takes about a minute, so the
-  answer is cached on disk by its settings (``~/.cache/qpriv/accounting``) and in memory.
+  answer is cached on disk by its settings (:func:`accounting_cache_dir`) and in memory.
 - :func:`rigorous_setup`: ``--accounting rigorous``: the p (and gamma, sigma) that a target
   record-level (eps, delta) needs (:func:`qpriv.privacy.accounting.rigorous_calibration`), and
   ``normalisation="fixed"`` so that no per-window statistic bypasses the channel (the
@@ -38,7 +38,8 @@ FORMAT = 1
 
 
 def accounting_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/qpriv/accounting`` or ``~/.cache/qpriv/accounting``."""
+    """:func:`~qpriv.forecasting.data.cache_root` ``/ "accounting"`` (``~/.cache/qpriv/accounting``
+    on Linux)."""
     return cache_root() / "accounting"
 
 

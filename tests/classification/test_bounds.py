@@ -171,6 +171,29 @@ def test_theorem_3_1_shift_variance_keeps_the_readout_bias() -> None:
     assert torch.diagonal(result.covariance).numpy() == pytest.approx(expected, rel=5e-3)
 
 
+def test_theorem_3_1_second_order_mean_against_exact_enumeration() -> None:
+    # lambda = 0: the mean comes from the softmax's curvature alone (beta); the Monte-Carlo
+    # tolerance cannot resolve it, the exact sum over all 201^3 read-outs can
+    from scipy import stats
+
+    e = torch.tensor([0.3, -0.2, 0.1], dtype=torch.float64)
+    a = torch.tensor([[1.0, -0.5], [0.2, 0.7], [-0.4, 0.3]], dtype=torch.float64)
+    tau, shots, label = 0.3, 200, 0
+    r = gradient_perturbation(expectations=e, jacobian=a, label=label, tau=tau,
+                              depolarizing=0.0, shots=shots)
+    k = np.arange(shots + 1)
+    values = (2 * k / shots - 1) / tau
+    pmf = [stats.binom.pmf(k, shots, (1 + float(m)) / 2) for m in e]
+    logits = np.stack(np.meshgrid(values, values, values, indexing="ij"), -1)
+    weight = pmf[0][:, None, None] * pmf[1][None, :, None] * pmf[2][None, None, :]
+    softmax = np.exp(logits - logits.max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    expected_pi = (softmax * weight[..., None]).sum((0, 1, 2))
+    exact = a.numpy().T @ (expected_pi - torch.softmax(e / tau, 0).numpy()) / tau
+    assert np.linalg.norm(r.mean_first_order.numpy()) < 1e-12  # no first-order mean
+    assert np.linalg.norm(r.mean.numpy() - exact) < 0.05 * np.linalg.norm(exact)
+
+
 def test_gradient_perturbation_validates_inputs() -> None:
     e = torch.zeros(4, dtype=torch.float64)
     jac = torch.zeros(4, 6, dtype=torch.float64)

@@ -6,11 +6,15 @@ import copy
 
 import pytest
 import torch
+import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 
+from qpriv.classification import dpsgd
+from qpriv.classification.diagnostics import update_mse_decomposition
 from qpriv.classification.dpsgd import (
     DPSGDConfig,
     _batches,
     dp_step,
+    per_example_gradients,
     per_example_gradients_loop,
     train_dpsgd,
 )
@@ -46,20 +50,73 @@ def test_one_step_equals_the_hand_computation() -> None:
     torch.testing.assert_close(after, got - noise / 8, atol=1e-5, rtol=1e-5)
 
 
+def _flat(model: torch.nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
 def test_preclip_noise_is_added_before_clipping() -> None:
+    # a hand computation: loop gradients, plus s z from the same seeded generator, then clipped
     torch.manual_seed(0)
     model = TanhMLP(n_features=3, n_classes=2, hidden=(2,))
-    x, y = torch.zeros(4, 3), torch.zeros(4, dtype=torch.long)
-    # huge pre-clipping noise: every per-example gradient is clipped to norm exactly C
-    config = DPSGDConfig(batch_size=4, epochs=1, lr=1.0, clip=0.1, preclip_noise=1e3,
+    before = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(4, 3, generator=g), torch.tensor([0, 1, 0, 1])
+    config = DPSGDConfig(batch_size=4, epochs=1, lr=1.0, clip=1.0, preclip_noise=0.5,
                          optimizer="sgd")
-    before = torch.cat([p.detach().flatten() for p in model.parameters()])
-    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    stats = dp_step(model, optimizer, x, y, config=config,
-                    generator=torch.Generator().manual_seed(3))
-    assert stats["batch_clip_fraction"] == 1.0
-    after = torch.cat([p.detach().flatten() for p in model.parameters()])
-    assert float((after - before).norm()) <= 0.1 + 1e-6
+    dp_step(model, torch.optim.SGD(model.parameters(), lr=1.0), x, y, config=config,
+            generator=torch.Generator().manual_seed(3))
+    grads = per_example_gradients_loop(before, x, y)
+    grads = grads + 0.5 * torch.randn(grads.shape, generator=torch.Generator().manual_seed(3))
+    factors = torch.clamp(1.0 / grads.norm(dim=1), max=1.0)
+    torch.testing.assert_close(_flat(model), _flat(before) - (grads * factors[:, None]).sum(0) / 4,
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_the_step_trains_on_the_drawn_shots() -> None:
+    # straight-through read-out: the gradient of each example's loss at its own S-shot logits
+    g = torch.Generator().manual_seed(0)
+    model = QuantumClassifier(n_features=16, n_classes=4, n_layers=2, tau=0.2, shots=20,
+                              generator=g)
+    before = copy.deepcopy(model)
+    x, y = torch.randn(6, 16, generator=g), torch.tensor([0, 1, 2, 3, 0, 1])
+    config = DPSGDConfig(batch_size=6, epochs=1, lr=1.0, clip=None, optimizer="sgd")
+    dp_step(model, torch.optim.SGD(model.parameters(), lr=1.0), x, y, config=config,
+            generator=torch.Generator().manual_seed(5))
+    noise = before.draw_readout_noise(x, generator=torch.Generator().manual_seed(5))
+    rows = [torch.autograd.grad(
+                F.cross_entropy(before(x[i:i + 1], readout_noise=noise[i:i + 1]), y[i:i + 1]),
+                before.weights)[0].flatten() for i in range(6)]
+    torch.testing.assert_close(_flat(model), _flat(before) - torch.stack(rows).mean(0),
+                               atol=1e-5, rtol=1e-4)
+
+
+def test_training_draws_its_batches_and_reports_its_own_sampling() -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(96, 8, generator=g)
+    y = (x[:, 0] > 0).long()
+    torch.manual_seed(0)
+    model = TanhMLP(n_features=8, n_classes=2, hidden=(4,))
+    config = DPSGDConfig(batch_size=32, epochs=2, lr=0.1, clip=0.5, noise_multiplier=0.7,
+                         sampling="poisson", optimizer="sgd")
+    seen, real = [], dpsgd.dp_step
+
+    def spy(m, o, xb, yb, **kwargs):
+        seen.append(xb.clone())
+        return real(m, o, xb, yb, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dpsgd, "dp_step", spy)
+        history = train_dpsgd(model, x_train=x, y_train=y, x_test=x, y_test=y, config=config,
+                              batch_generator=torch.Generator().manual_seed(1),
+                              noise_generator=torch.Generator().manual_seed(2))
+    batches = torch.Generator().manual_seed(1)  # the batch generator alone draws the batches
+    expected = [x[i] for _ in range(2) for i in dpsgd._batches(96, config, batches)]
+    assert len(seen) == len(expected) and all(torch.equal(a, b)
+                                              for a, b in zip(seen, expected, strict=True))
+    parts = update_mse_decomposition(per_example_gradients(model, x, y), clip=0.5, batch_size=32,
+                                     noise_multiplier=0.7, sampling="poisson")
+    assert history[-1]["mse_sampling_variance"] == pytest.approx(parts["sampling_variance"],
+                                                                 rel=1e-5)
 
 
 def test_batches() -> None:

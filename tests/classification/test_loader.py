@@ -66,3 +66,20 @@ def test_loader_rejects_bad_images() -> None:
         fit_loaders(torch.rand(2, 6, 6))
     with pytest.raises(InvalidInputError, match=r"\(N, S, S\)"):
         fit_loaders(torch.rand(2, 4, 8))
+
+
+def test_each_level_trains_all_its_angles_and_the_states_are_frozen(monkeypatch) -> None:
+    from qpriv.classification import loader
+
+    sizes, real = [], torch.optim.Adam
+
+    def adam(params, **kwargs):
+        params = list(params)
+        sizes.append(len(params))
+        return real(params, **kwargs)
+
+    monkeypatch.setattr(loader.torch.optim, "Adam", adam)
+    loaded = fit_loaders(torch.rand(2, 8, 8, generator=torch.Generator().manual_seed(0)),
+                         layers_per_level=1, steps_per_level=2)
+    assert sizes == [1, 2, 3]  # coarse to fine: each level refines every earlier angle too
+    assert not loaded.states.requires_grad

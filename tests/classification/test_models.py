@@ -109,3 +109,19 @@ def test_quantum_classifier_validates_inputs() -> None:
         model(torch.randn(2, 12))
     with pytest.raises(InvalidInputError, match="tau = 0 is outside"):
         QuantumClassifier(n_features=16, n_classes=4, n_layers=1, tau=0.0)
+
+
+def test_depolarizing_scales_the_expectations_and_shots_sample_around_them() -> None:
+    g = torch.Generator().manual_seed(2)
+    clean = QuantumClassifier(n_features=16, n_classes=4, n_layers=2, generator=g)
+    noisy = QuantumClassifier(n_features=16, n_classes=4, n_layers=2, depolarizing=0.4,
+                              shots=100)
+    noisy.load_state_dict(clean.state_dict())
+    x = torch.randn(3, 16, generator=g)
+    torch.testing.assert_close(noisy.expectations(x), 0.6 * clean.expectations(x))  # 1 - lambda
+    xs = x.repeat(4000, 1)
+    draws = noisy.draw_readout_noise(xs, generator=torch.Generator().manual_seed(1))
+    estimates = (noisy.expectations(xs) + draws + 1) * 50  # counts of S = 100 shots
+    torch.testing.assert_close(estimates, estimates.round(), atol=1e-3, rtol=0)
+    # centred on the depolarized mean: within 5 standard errors (each |<Z>| < 1)
+    assert float(draws.mean(0).abs().max()) < 5 * (1 / 100 / 4000) ** 0.5

@@ -9,6 +9,7 @@ import pytest
 
 from qpriv.classification.run import train_classifier
 from qpriv.errors import InvalidInputError
+from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
 
 FAST = {"batch": 128, "epochs": 1, "seed": 3, "lr": 0.05, "threads": 1}
 
@@ -76,6 +77,10 @@ def test_private_run_labels_every_privacy_number() -> None:
     assert sigma["accounting"] == "rigorous" and sigma["value"] > 0
     assert r["dpsgd"]["noise_multiplier"] == sigma["value"]
     assert r["dpsgd"]["sampling"] == "poisson"
+    # the reported eps is the accountant's at the run's true rate q = 128 / 1638 and steps
+    assert r["eps"]["value"] == pytest.approx(dpsgd_epsilon(
+        noise_multiplier=sigma["value"], sample_rate=128 / 1638, steps=13, delta=1e-5),
+        rel=1e-9)
     n_params = r["parameters"]
     assert r["final_diagnostics"]["mse_noise_variance"] == pytest.approx(
         n_params * (sigma["value"] * 1.5) ** 2 / 128**2)

@@ -13,7 +13,7 @@ from qpriv.classification import run as classifier_run
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import classification
 from qpriv.experiments.classification import PROTOCOLS, Run, grid_size
-from qpriv.experiments.registry import EXPERIMENTS, TINY, Budget
+from qpriv.experiments.registry import EXPERIMENTS, FULL, TINY, Budget
 from qpriv.experiments.runner import mean_std, run_experiment
 
 QML_IDS = [f"qml-figure{i}" for i in (2, 3, 4, 5, 6, 7, 8, 10)]
@@ -185,3 +185,62 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
     assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
     assert len(result["history"]) == plan.epochs
+
+
+def _hand_result(accuracy: float, history: list[dict], **more) -> dict:
+    return {"accuracy": accuracy, "history": history, "request": {"lr": 0.1},
+            "final_diagnostics": history[-1], **more}
+
+
+def test_rows_average_over_seeds_and_keep_each_seeds_values_with_it():
+    # two seeds: the tiny budget has one, so no figure test sees the averaging
+    first = _hand_result(0.6, [{"clip_probability": 0.2}, {"clip_probability": 0.4}])
+    second = _hand_result(0.8, [{"clip_probability": 0.6}, {"clip_probability": 0.8}])
+    (row,) = classification.final_rows({("mlp",): [first, second]}, keys=("model",),
+                                        metrics=("clip_probability",))
+    assert row["seeds"] == 2 and row["accuracy"] == pytest.approx(0.7)
+    assert row["accuracy_std"] == pytest.approx(math.sqrt(0.02))
+    assert row["clip_probability"] == pytest.approx(0.6)  # the final epochs' 0.4 and 0.8
+    rows = classification.epoch_rows(
+        [first, second], fixed={"variant": "x"}, metrics=("clip_probability", "distance"),
+        extra=[{"distance": [1.0, 2.0]}, {"distance": [3.0, 6.0]}])
+    assert [r["clip_probability"] for r in rows] == pytest.approx([0.4, 0.6])
+    assert [r["distance"] for r in rows] == pytest.approx([2.0, 4.0])  # each seed its own
+
+
+def test_the_deep_dive_checks_every_seeds_every_epoch_against_the_bound(tmp_path, monkeypatch):
+    bound = 10.0
+
+    def fake_run_all(runs, **kwargs):
+        results = []
+        for i, run in enumerate(runs):
+            worst = bound * 2 if (run.model == "quantum" and i == 1) else 1.0
+            history = [{"train_loss": 1.0, "mean_example_norm": 0.5, "max_example_norm": m}
+                       for m in (worst, 1.0)]  # seed 2's first epoch only exceeds it
+            results.append({"history": history, "request": {"lr": 0.1},
+                            "gradient_bound": {"per_example_norm_bound": bound}})
+        return results
+
+    monkeypatch.setattr(classification, "run_all", fake_run_all)
+    rows = classification.deep_dive(budget=FULL, seeds=[2024, 2025], out_dir=tmp_path,
+                                    progress=False, metrics=("max_example_norm",))  # 2 seeds
+    quantum = {r["within_bound"] for r in rows if r["model"] == "quantum"}
+    assert quantum == {False}
+
+
+def test_tuning_trials_run_at_the_tuning_seed_whatever_the_runs_seed(tmp_path, monkeypatch):
+    calls = []
+
+    def record(**kwargs):
+        calls.append(kwargs)
+        return {"accuracy": 0.5, "evaluated_on": "validation" if kwargs.get("validation")
+                else "test", "seconds": 0.0, "history": [{}]}
+
+    monkeypatch.setattr(classifier_run, "train_classifier", record)
+    plan = PROTOCOLS["tiny"]
+    classification.finished_run(Run(model="mlp", clip=1.5, batch=64, seed=2031), plan=plan,
+                                out_dir=tmp_path, progress=False)
+    trials = [c for c in calls if c.get("validation")]
+    assert len(trials) == len(plan.lr_factors)
+    assert {c["seed"] for c in trials} == {classification.TUNING_SEED}
+    assert [c["seed"] for c in calls if not c.get("validation")] == [2031]

@@ -192,3 +192,20 @@ def test_training_stops_at_the_first_non_finite_loss() -> None:
     # NaN logits predict no class: argmax alone would have counted them as class 0
     assert history[2]["test_accuracy"] == 0.0 and history[2]["train_accuracy"] == 0.0
     assert history[1]["test_accuracy"] > 0.5
+
+
+def test_the_epoch_record_scores_exactly_on_train_and_with_seeded_shots_on_test() -> None:
+    g = torch.Generator().manual_seed(4)
+    model = QuantumClassifier(n_features=16, n_classes=4, n_layers=1, tau=0.5, shots=32,
+                              generator=g)
+    x, y = torch.randn(40, 16, generator=g), torch.randint(0, 4, (40,), generator=g)
+    xt, yt = torch.randn(20, 16, generator=g), torch.randint(0, 4, (20,), generator=g)
+    config = DPSGDConfig(batch_size=8, epochs=1, lr=0.05, clip=1.0, optimizer="sgd")
+    (record,) = train_dpsgd(model, x_train=x, y_train=y, x_test=xt, y_test=yt, config=config,
+                            batch_generator=torch.Generator().manual_seed(1),
+                            noise_generator=torch.Generator().manual_seed(2),
+                            eval_generator_seed=9, diagnostics=False)
+    assert record["train_loss"] == dpsgd.evaluate(model, x, y)["loss"]  # exact read-out
+    shots = dpsgd.evaluate(model, xt, yt, generator=torch.Generator().manual_seed(9))
+    assert record["test_accuracy"] == shots["accuracy"]
+    assert record["test_loss"] == shots["loss"] != dpsgd.evaluate(model, xt, yt)["loss"]

@@ -192,6 +192,8 @@ def test_audit_5_finds_the_runs_at_other_eps_beside_the_run(tiny_ldpt_run, tmp_p
     shutil.copytree(tiny_ldpt_run(5.0), grid / "ldpt-eps5-killed")
     (grid / "ldpt-eps5-killed" / RESULT_FILE).unlink()
     (grid / "notes").mkdir()
+    shutil.copytree(tiny_ldpt_run(5.0), grid / "ldpt-eps5-damaged")  # its config cut short
+    (grid / "ldpt-eps5-damaged" / CONFIG_FILE).write_text('{"dataset": "ETT')
     found = sibling_runs(load_run(grid / "ldpt-eps0.1"))
     assert [r.run_dir.name for r in found] == ["ldpt-eps5"]
     # a run written before config.json had accounting and delta is the paper's, as before

@@ -434,7 +434,7 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
         try:
             request = read_request(path / CONFIG_FILE)
             result = json.loads((path / RESULT_FILE).read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        except (InvalidInputError, OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue  # not a readable run: nothing to compare with
         entry = result.get("eps_per_pass")
         eps = entry.get("value") if isinstance(entry, dict) else None

@@ -244,3 +244,21 @@ def test_tuning_trials_run_at_the_tuning_seed_whatever_the_runs_seed(tmp_path, m
     assert len(trials) == len(plan.lr_factors)
     assert {c["seed"] for c in trials} == {classification.TUNING_SEED}
     assert [c["seed"] for c in calls if not c.get("validation")] == [2031]
+
+
+def test_the_unclipped_twins_train_at_the_rate_tuned_for_the_clipped_runs(tmp_path, monkeypatch):
+    asked = []
+
+    def fake_run_all(runs, **kwargs):
+        asked.extend(runs)
+        tuned = 0.123 if runs[0].model == "mlp" else 0.456
+        return [{"history": [{"train_loss": 1.0, "alignment": 1.0}],
+                 "request": {"lr": run.lr if run.lr is not None else tuned}} for run in runs]
+
+    monkeypatch.setattr(classification, "run_all", fake_run_all)
+    rows = classification.deep_dive(budget=FULL, seeds=[2024], out_dir=tmp_path,
+                                    progress=False, metrics=("alignment",))
+    twins = {run.model: run.lr for run in asked if run.clip is None}
+    assert twins == {"mlp": 0.123, "quantum": 0.456}
+    assert all(run.lr is None for run in asked if run.clip is not None)  # tuned per config
+    assert {(r["model"], r["lr"]) for r in rows} == {("mlp", 0.123), ("quantum", 0.456)}

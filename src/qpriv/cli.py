@@ -875,15 +875,13 @@ def _after_interrupt(args: argparse.Namespace | None) -> str:
     """How to go on after Ctrl-C, for the commands that keep their work."""
     command = getattr(args, "command", None)
     out = getattr(args, "out", None)
-    if command == "train" and out:
+    if command in ("train", "train-classifier") and out:
         return f"; rerun with --out {out} --resume to continue from the last finished epoch"
     if command == "reproduce":
         return "; run the same command again: finished cells are kept"
     if command == "quickstart":
         return ("; run it again with the same --out to continue" if out else
                 "; nothing was kept (give --out to keep finished runs)")
-    if command == "train-classifier" and out:
-        return f"; rerun with --out {out} --resume to continue from the last finished epoch"
     return ""
 
 

@@ -39,6 +39,7 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
 from qpriv.training.checkpoints import (
     atomic_torch_save,
+    changed_settings,
     load_checkpoint,
     remove_stale_temporaries,
 )
@@ -334,9 +335,8 @@ def _restore(path: Path, *, model: nn.Module, optimizer: torch.optim.Optimizer,
     if state.get("format") != CHECKPOINT_FORMAT:
         raise InvalidInputError(f"{path} has checkpoint format {state.get('format')!r}, this "
                                 f"version reads {CHECKPOINT_FORMAT}; {fresh}")
-    if state.get("config") != config.as_dict():
-        changed = sorted(k for k, v in config.as_dict().items()
-                         if (state.get("config") or {}).get(k) != v)
+    changed = changed_settings(state.get("config") or {}, config.as_dict())
+    if changed:
         raise InvalidInputError(f"{path} was written by a run with other DP-SGD settings "
                                 f"({changed}); {fresh}")
     model.load_state_dict(state["model"])

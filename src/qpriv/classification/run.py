@@ -44,7 +44,7 @@ from qpriv.classification.models import (
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
-from qpriv.training.checkpoints import atomic_write_json, read_json_object
+from qpriv.training.checkpoints import atomic_write_json, changed_settings, read_json_object
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
 
@@ -299,9 +299,7 @@ _UNCHECKED = ("threads",)
 def _check_same_request(out: Path, request: dict) -> None:
     fresh = "resume with the same settings, or start a new run in another out_dir"
     saved = read_json_object(out / CONFIG_FILE, fix=fresh)
-    current = json.loads(json.dumps(request))
-    changed = sorted(k for k in set(saved) | set(current)
-                     if k not in _UNCHECKED and saved.get(k) != current.get(k))
+    changed = changed_settings(saved, request, ignore=_UNCHECKED)
     if changed:
         raise InvalidInputError(f"cannot resume the run in {out}: its settings differ in "
                                 f"{changed}; {fresh}")

@@ -16,7 +16,6 @@ continues a killed run from its checkpoint to the same result as an uninterrupte
 
 from __future__ import annotations
 
-import json
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -47,7 +46,11 @@ from qpriv.forecasting.rigorous import (
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.training.checkpoints import atomic_write_json, read_json_object
+from qpriv.training.checkpoints import (
+    atomic_write_json,
+    changed_settings,
+    read_json_object,
+)
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import CHECKPOINT, StepStrategy, TrainConfig, Trainer
@@ -406,11 +409,9 @@ def _write_config(path: Path, request: dict, *, resume: bool) -> None:
         )
     if resume and path.is_file():
         saved = read_request(path)
-        current = json.loads(json.dumps(request))
-        same_bytes = {"source"} if current.get("dataset") in DATASETS else set()
-        changed = sorted(k for k in set(saved) | set(current)
-                         if saved.get(k) != current.get(k) and k not in same_bytes)
-        unrecorded = [k for k in changed if k not in saved and current.get(k) is not None]
+        same_bytes = {"source"} if request.get("dataset") in DATASETS else set()
+        changed = changed_settings(saved, request, ignore=same_bytes)
+        unrecorded = [k for k in changed if k not in saved and request.get(k) is not None]
         if changed and changed == unrecorded:
             raise InvalidInputError(
                 f"cannot resume the run in {path.parent}: it was written by an older qpriv that "

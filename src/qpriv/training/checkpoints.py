@@ -15,7 +15,7 @@ import pickle
 import secrets
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import IO, Any
 
@@ -112,6 +112,15 @@ def read_json_object(path: str | Path, *, fix: str) -> dict:
     if not isinstance(data, dict):
         raise InvalidInputError(f"{path} holds {type(data).__name__}, not a JSON object; {fix}")
     return data
+
+
+def changed_settings(saved: dict, current: dict, *, ignore: Collection[str] = ()) -> list[str]:
+    """The keys, sorted, whose values differ between a run's ``saved`` settings (read back from
+    JSON) and ``current`` ones (compared as JSON would store them), ``ignore`` left out: what
+    stops a resume."""
+    current = json.loads(json.dumps(current))
+    return sorted(k for k in set(saved) | set(current)
+                  if k not in ignore and saved.get(k) != current.get(k))
 
 
 def remove_stale_temporaries(directory: str | Path,

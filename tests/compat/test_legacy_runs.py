@@ -1,0 +1,96 @@
+"""Run directories written by qpriv 0.1.0 before the layered restructure still load.
+
+``tests/fixtures/pre_refactor/legacy_runs.tar.gz`` holds runs that version wrote
+(``make_legacy_runs.py`` beside it): finished LDPT and DP-SGD forecasters, a forecaster and a
+classifier killed after their first epoch, and what each gave then (``expected.json``): the
+uninterrupted twin's numbers for the killed runs, and the outputs of ``qpriv audit run`` and
+``qpriv attack mia``. Resuming the killed runs with this version must give those numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from qpriv.classification.run import train_classifier
+from qpriv.cli import main
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import run_forecast
+from qpriv.training.evaluation import evaluate
+from qpriv.training.seeding import derive_seed
+
+from .test_same_numbers import assert_same_numbers, last_json
+
+ARCHIVE = Path(__file__).parent.parent / "fixtures" / "pre_refactor" / "legacy_runs.tar.gz"
+TINY = {"dataset": "ETTh1", "method": "ldpt", "epochs": 2, "horizon": 24, "seq_len": 64,
+        "max_train_windows": 64, "max_eval_windows": 32, "progress": False, "threads": 1,
+        "rigorous": False, "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_shots": 64}}
+CLASSIFIER = {"task": "synthetic", "model": "quantum", "clip": 1.5, "batch": 64, "eps": 10.0,
+              "epochs": 3, "seed": 4, "lr": 0.1, "unclipped_reference": True,
+              "progress": False, "threads": 1}
+
+
+@pytest.fixture
+def legacy(tmp_path) -> Path:
+    with tarfile.open(ARCHIVE) as archive:
+        archive.extractall(tmp_path, filter="data")
+    return tmp_path
+
+
+@pytest.fixture
+def expected(legacy) -> dict:
+    return json.loads((legacy / "expected.json").read_text())
+
+
+needs_data = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                                reason="QPRIV_DATA_DIR (the ETT csv files) not set")
+
+
+@needs_data
+def test_a_killed_legacy_forecaster_resumes_to_its_uninterrupted_result(legacy, expected):
+    result = run_forecast(eps=0.1, out_dir=legacy / "ldpt-unfinished", resume=True,
+                          **{**TINY, "seed": 7})
+    assert result["best_epoch"] == 2
+    assert result["mse"] == pytest.approx(expected["ldpt-unfinished"]["mse"], rel=1e-9)
+    assert result["mae"] == pytest.approx(expected["ldpt-unfinished"]["mae"], rel=1e-9)
+
+
+def test_a_killed_legacy_classifier_resumes_to_its_uninterrupted_result(legacy, expected):
+    result = train_classifier(**CLASSIFIER, out_dir=legacy / "classifier-unfinished",
+                              resume=True)
+    assert len(result["history"]) == 3
+    assert result["accuracy"] == pytest.approx(expected["classifier-unfinished"]["accuracy"])
+
+
+def test_a_finished_legacy_classifier_is_read_back(legacy, expected):
+    result = train_classifier(**{**CLASSIFIER, "seed": 3},
+                              out_dir=legacy / "classifier-quantum", resume=True)
+    assert result["accuracy"] == expected["classifier-quantum"]["accuracy"]
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["ldpt-eps0.1", "ldpt-eps0.5", "dpsgd-eps1"])
+def test_finished_legacy_forecasters_load_and_score_as_recorded(legacy, expected, name):
+    run = load_run(legacy / name)
+    assert run.result["mse"] == pytest.approx(expected[name]["mse"], rel=1e-12)
+    metrics = evaluate(run.model, run.data().test, seed=derive_seed(2024, "evaluation"),
+                       passes=1, batch_size=256, amp=False)
+    assert metrics["mse"] == pytest.approx(expected[name]["mse"], rel=1e-6)
+
+
+@needs_data
+@pytest.mark.parametrize(("name", "argv"), [
+    ("audit-run", ["audit", "run", "ldpt-eps0.1", "--windows", "32", "--pairs", "100"]),
+    ("mia", ["attack", "mia", "ldpt-eps0.1", "--n", "32"]),
+])
+def test_audit_and_attack_of_a_legacy_run_give_the_recorded_numbers(
+        legacy, expected, name, argv, capsys, monkeypatch):
+    monkeypatch.chdir(legacy)
+    assert main([*argv, "--json"]) == 0
+    # recorded on two torch threads, checked on one: float32 sums in another order
+    assert_same_numbers(expected[name], last_json(capsys), rel=1e-6,
+                        abs=1e-8)

@@ -197,12 +197,10 @@ def test_train_classifier_lr_grid_resumes_without_tuning_again(capsys, tmp_path,
 
 
 def test_ctrl_c_says_how_to_go_on(capsys, monkeypatch, tmp_path):
-    from qpriv.classification import run
-
     def interrupted(**kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run, "train_classifier", interrupted)
+    monkeypatch.setattr("qpriv.cli.train_classifier", interrupted)
     argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
             "--out", str(tmp_path / "run")]
     assert main(argv) == 130

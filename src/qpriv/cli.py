@@ -15,7 +15,23 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from qpriv.audits import lower_bound as empirical
+from qpriv.audits.channel import audit_channel
+from qpriv.audits.mia import mia_on_run
+from qpriv.audits.paper import run_audits
+from qpriv.audits.sidechannel import audit_sidechannel
+from qpriv.classification.run import TUNING_FILE, check_out_dir, train_classifier
+from qpriv.classification.tuning import tune_learning_rate
 from qpriv.errors import InvalidInputError, QprivError
+from qpriv.experiments import quickstart as quick
+from qpriv.experiments.runner import experiment_list, print_list, run_experiment
+from qpriv.forecasting.methods import METHODS
+from qpriv.forecasting.methods import method as method_entry
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy import accounting
+from qpriv.privacy.calibration import FIDELITY_NOTE, calibrate
+from qpriv.privacy.composition import advanced_composition, basic_composition
+from qpriv.runs.files import atomic_write_json, read_json_object
 from qpriv.tables import format_table
 
 
@@ -41,9 +57,6 @@ def _jsonable(value: object) -> object:
 # --- qpriv calibrate ------------------------------------------------------------------------
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from qpriv.privacy.calibration import FIDELITY_NOTE, calibrate
-    from qpriv.privacy.composition import advanced_composition, basic_composition
-
     rows, notes = [], []
     for eps in args.eps:
         cal = calibrate(eps, d=args.d, dim=args.dim, alpha=args.alpha, d_model=args.d_model)
@@ -96,8 +109,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 # --- qpriv audit channel --------------------------------------------------------------------
 
 def _cmd_audit_channel(args: argparse.Namespace) -> int:
-    from qpriv.privacy.audit import audit_channel
-
     audit = audit_channel(args.eps, d=args.d, dim=args.dim, pairs=args.pairs, seed=args.seed)
     payload = {
         "eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound, "dmax_max": audit.dmax_max,
@@ -123,8 +134,6 @@ def _cmd_audit_channel(args: argparse.Namespace) -> int:
 # --- qpriv audit run ------------------------------------------------------------------------
 
 def _cmd_audit_run(args: argparse.Namespace) -> int:
-    from qpriv.privacy.audits import run_audits
-
     audits = run_audits(args.run_dir, ladder=args.ladder, windows=args.windows,
                         pairs=args.pairs, seed=args.seed, data_dir=args.data_dir,
                         compare=args.compare or (), discover=not args.no_discover)
@@ -156,8 +165,6 @@ def _sidechannel_table(report) -> str:
 
 
 def _cmd_audit_sidechannel(args: argparse.Namespace) -> int:
-    from qpriv.privacy.sidechannel import audit_sidechannel
-
     report = audit_sidechannel(
         run_dir=args.run_dir, method=args.method,
         eps=0.1 if args.method is not None and args.eps is None else args.eps,
@@ -206,8 +213,6 @@ def _cmd_audit_sidechannel(args: argparse.Namespace) -> int:
 # --- qpriv attack mia -----------------------------------------------------------------------
 
 def _cmd_attack_mia(args: argparse.Namespace) -> int:
-    from qpriv.attacks.mia import mia_on_run
-
     report = mia_on_run(args.run_dir, n=args.n, seed=args.seed, folds=args.folds,
                         data_dir=args.data_dir)
     if args.json:
@@ -266,8 +271,6 @@ DEFAULT_TRAIN_EPS = 0.1
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
-    from qpriv.forecasting.methods import METHODS
-
     rows = [[name, entry.privacy, "yes" if entry.needs_eps else "no", entry.summary]
             for name, entry in METHODS.items()]
     print(format_table(["method", "privacy it claims", "takes --eps", "what it is"], rows))
@@ -275,9 +278,6 @@ def _cmd_methods(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from qpriv.forecasting.methods import method as method_entry
-    from qpriv.forecasting.run import run_forecast
-
     eps = args.eps
     if args.accounting == "rigorous":
         if args.eps_total is None:
@@ -348,8 +348,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
 # --- qpriv quickstart -----------------------------------------------------------------------
 
 def _cmd_quickstart(args: argparse.Namespace) -> int:
-    from qpriv.experiments import quickstart as quick
-
     for name in ("epochs", "max_train_windows", "max_eval_windows", "eval_passes"):
         if getattr(args, name) is None:
             setattr(args, name, getattr(quick, f"QUICK_{name.removeprefix('max_').upper()}"))
@@ -437,10 +435,6 @@ def _clip_value(text: str) -> float | str | None:
 
 
 def _cmd_train_classifier(args: argparse.Namespace) -> int:
-    from qpriv.classification.run import TUNING_FILE, check_out_dir, train_classifier
-    from qpriv.classification.tuning import tune_learning_rate
-    from qpriv.training.checkpoints import atomic_write_json, read_json_object
-
     if args.delta is not None and args.eps is None:
         raise InvalidInputError("--delta is the delta of --eps's (eps, delta)-DP: give --eps "
                                 "with it, or leave both out for a run without noise")
@@ -517,8 +511,6 @@ def _cmd_train_classifier(args: argparse.Namespace) -> int:
 # --- qpriv reproduce ------------------------------------------------------------------------
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from qpriv.experiments.runner import experiment_list, print_list, run_experiment
-
     if args.list:
         if args.json:
             _emit_json({"experiments": experiment_list()})
@@ -550,8 +542,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 # --- qpriv account --------------------------------------------------------------------------
 
 def _cmd_account(args: argparse.Namespace) -> int:
-    from qpriv.privacy import accounting, empirical
-
     common = {"delta": args.delta, "d": args.d, "dim": args.dim, "n_shots": args.shots,
               "stride": args.stride, "seq_len": args.seq_len, "epochs": args.epochs,
               "restarts": args.restarts, "seed": args.seed}

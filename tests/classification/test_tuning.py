@@ -68,7 +68,7 @@ def test_tuning_trains_on_the_validation_split_and_keeps_the_best_rate(monkeypat
                      result["accuracy"]))
         return result
 
-    monkeypatch.setattr(classifier_run, "train_classifier", spy)
+    monkeypatch.setattr("qpriv.classification.tuning.train_classifier", spy)
     record = tune_learning_rate(grid=[0.3, 0.03], **TINY)
     n_validation = len(load_task("synthetic").validation_split(0.2).y_test)
     assert [(lr, v, n) for lr, v, n, _ in seen] == [(0.03, 0.2, n_validation),
@@ -95,6 +95,7 @@ def test_cli_tunes_with_lr_grid(capsys, tmp_path, monkeypatch) -> None:
     assert "not both" in capsys.readouterr().err
     # a used out_dir is refused before any trial trains
     calls = []
-    monkeypatch.setattr(classifier_run, "train_classifier", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("qpriv.classification.tuning.train_classifier",
+                        lambda **kw: calls.append(kw))
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2
     assert "already holds a finished run" in capsys.readouterr().err and calls == []

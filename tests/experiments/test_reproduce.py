@@ -12,7 +12,8 @@ import pytest
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import runner
-from qpriv.experiments.registry import EXPERIMENTS, TINY, Cell, experiment
+from qpriv.experiments.grid import TINY, Cell
+from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.experiments.runner import run_experiment
 
 needs_ett = pytest.mark.skipif(
@@ -167,7 +168,6 @@ def test_data_that_cannot_be_had_is_one_error_before_any_cell(tmp_path, monkeypa
 
 
 def test_a_damaged_cell_is_named_and_a_damaged_attack_cache_recomputed(tmp_path, monkeypatch):
-    from qpriv.attacks import mia
 
     (tmp_path / "result.json").write_text('{"mse": 0.4, "best_')
     with pytest.raises(InvalidInputError, match=r"cannot read .*result.json: the file is "
@@ -177,7 +177,7 @@ def test_a_damaged_cell_is_named_and_a_damaged_attack_cache_recomputed(tmp_path,
     (tmp_path / "mia.json").write_text("")  # an empty cache
     attack = {"accuracy": 0.6, "auc": 0.65, "loss_gap": -0.1, "member_loss_mean": 0.3,
               "nonmember_loss_mean": 0.4, "tpr_at_fpr": [{"target_fpr": 0.01, "tpr": 0.02}]}
-    monkeypatch.setattr(mia, "mia_on_run", lambda run_dir, **kw: {"attack": attack})
+    monkeypatch.setattr(runner, "mia_on_run", lambda run_dir, **kw: {"attack": attack})
     values = runner.cell_metrics(tmp_path, metrics=("mse", "mia_accuracy"), budget=TINY,
                                  data_dir=None)
     assert values == {"mse": 0.4, "mia_accuracy": 0.6}

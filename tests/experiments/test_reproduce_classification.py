@@ -11,10 +11,11 @@ import pytest
 
 from qpriv.classification import run as classifier_run
 from qpriv.errors import InvalidInputError
-from qpriv.experiments import classification
-from qpriv.experiments.classification import PROTOCOLS, Run, grid_size
-from qpriv.experiments.registry import EXPERIMENTS, FULL, TINY, Budget
-from qpriv.experiments.runner import mean_std, run_experiment
+from qpriv.experiments import qml
+from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
+from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
+from qpriv.experiments.registry import EXPERIMENTS
+from qpriv.experiments.runner import run_experiment
 
 QML_IDS = [f"qml-figure{i}" for i in (2, 3, 4, 5, 6, 7, 8, 10)]
 PLOTTED = {  # the columns each figure draws, which every row must carry
@@ -79,7 +80,7 @@ def test_every_run_is_on_disk_once_and_a_second_run_trains_nothing(reports, monk
     def refuse(**kwargs):
         raise AssertionError(f"retrained {kwargs['model']}")
 
-    monkeypatch.setattr(classifier_run, "train_classifier", refuse)
+    monkeypatch.setattr(qml, "train_classifier", refuse)
     for experiment_id in QML_IDS:
         again = run_experiment(experiment_id, budget=TINY, out_dir=out, progress=False)
         assert json.dumps(again.rows) == json.dumps(made[experiment_id].rows)
@@ -150,9 +151,9 @@ def test_mean_std_and_bad_budgets():
     assert mean_std([5.0]) == (5.0, None)
     assert mean_std([]) == (None, None)
     with pytest.raises(InvalidInputError, match="budget 'huge' has no classifier protocol"):
-        classification.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
+        qml.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
     with pytest.raises(InvalidInputError, match="no seeds given"):
-        classification.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)
+        qml.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)
 
 
 def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
@@ -161,11 +162,11 @@ def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
     out, made = reports
     plan = PROTOCOLS["tiny"]
     for row in made["qml-figure2"].rows:
-        base = classification.LEARNING_RATES[row["model"]]
+        base = qml.LEARNING_RATES[row["model"]]
         accuracy = {}
         for lr in (0.3 * base, base):
             trial = Run(model=row["model"], clip=row["clip"], batch=row["batch"],
-                        seed=classification.TUNING_SEED, lr=lr, validation=True)
+                        seed=qml.TUNING_SEED, lr=lr, validation=True)
             stored = json.loads((out / "cells" / "tiny" / "qml" / f"{trial.key(plan)}.json")
                                 .read_text())
             assert stored["evaluated_on"] == "validation"
@@ -181,7 +182,7 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     path = tmp_path / "qml" / f"{run.key(plan)}.json"
     path.parent.mkdir()
     path.write_text('{"accuracy": 0.9, "hist')  # cut short by something outside qpriv
-    result = classification.finished_run(run, plan=plan, out_dir=tmp_path, progress=False)
+    result = qml.finished_run(run, plan=plan, out_dir=tmp_path, progress=False)
     assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
     assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
     assert len(result["history"]) == plan.epochs
@@ -196,12 +197,12 @@ def test_rows_average_over_seeds_and_keep_each_seeds_values_with_it():
     # two seeds: the tiny budget has one, so no figure test sees the averaging
     first = _hand_result(0.6, [{"clip_probability": 0.2}, {"clip_probability": 0.4}])
     second = _hand_result(0.8, [{"clip_probability": 0.6}, {"clip_probability": 0.8}])
-    (row,) = classification.final_rows({("mlp",): [first, second]}, keys=("model",),
+    (row,) = qml.final_rows({("mlp",): [first, second]}, keys=("model",),
                                         metrics=("clip_probability",))
     assert row["seeds"] == 2 and row["accuracy"] == pytest.approx(0.7)
     assert row["accuracy_std"] == pytest.approx(math.sqrt(0.02))
     assert row["clip_probability"] == pytest.approx(0.6)  # the final epochs' 0.4 and 0.8
-    rows = classification.epoch_rows(
+    rows = qml.epoch_rows(
         [first, second], fixed={"variant": "x"}, metrics=("clip_probability", "distance"),
         extra=[{"distance": [1.0, 2.0]}, {"distance": [3.0, 6.0]}])
     assert [r["clip_probability"] for r in rows] == pytest.approx([0.4, 0.6])
@@ -221,8 +222,8 @@ def test_the_deep_dive_checks_every_seeds_every_epoch_against_the_bound(tmp_path
                             "gradient_bound": {"per_example_norm_bound": bound}})
         return results
 
-    monkeypatch.setattr(classification, "run_all", fake_run_all)
-    rows = classification.deep_dive(budget=FULL, seeds=[2024, 2025], out_dir=tmp_path,
+    monkeypatch.setattr(qml, "run_all", fake_run_all)
+    rows = qml.deep_dive(budget=FULL, seeds=[2024, 2025], out_dir=tmp_path,
                                     progress=False, metrics=("max_example_norm",))  # 2 seeds
     quantum = {r["within_bound"] for r in rows if r["model"] == "quantum"}
     assert quantum == {False}
@@ -236,13 +237,13 @@ def test_tuning_trials_run_at_the_tuning_seed_whatever_the_runs_seed(tmp_path, m
         return {"accuracy": 0.5, "evaluated_on": "validation" if kwargs.get("validation")
                 else "test", "seconds": 0.0, "history": [{}]}
 
-    monkeypatch.setattr(classifier_run, "train_classifier", record)
+    monkeypatch.setattr(qml, "train_classifier", record)
     plan = PROTOCOLS["tiny"]
-    classification.finished_run(Run(model="mlp", clip=1.5, batch=64, seed=2031), plan=plan,
-                                out_dir=tmp_path, progress=False)
+    qml.finished_run(Run(model="mlp", clip=1.5, batch=64, seed=2031), plan=plan,
+                     out_dir=tmp_path, progress=False)
     trials = [c for c in calls if c.get("validation")]
     assert len(trials) == len(plan.lr_factors)
-    assert {c["seed"] for c in trials} == {classification.TUNING_SEED}
+    assert {c["seed"] for c in trials} == {qml.TUNING_SEED}
     assert [c["seed"] for c in calls if not c.get("validation")] == [2031]
 
 
@@ -255,8 +256,8 @@ def test_the_unclipped_twins_train_at_the_rate_tuned_for_the_clipped_runs(tmp_pa
         return [{"history": [{"train_loss": 1.0, "alignment": 1.0}],
                  "request": {"lr": run.lr if run.lr is not None else tuned}} for run in runs]
 
-    monkeypatch.setattr(classification, "run_all", fake_run_all)
-    rows = classification.deep_dive(budget=FULL, seeds=[2024], out_dir=tmp_path,
+    monkeypatch.setattr(qml, "run_all", fake_run_all)
+    rows = qml.deep_dive(budget=FULL, seeds=[2024], out_dir=tmp_path,
                                     progress=False, metrics=("alignment",))
     twins = {run.model: run.lr for run in asked if run.clip is None}
     assert twins == {"mlp": 0.123, "quantum": 0.456}

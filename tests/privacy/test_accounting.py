@@ -17,9 +17,9 @@ import torch
 from dp_accounting.pld import pld_pmf
 from scipy.special import gammaln
 
+from qpriv.audits.channel import neighbouring_pure_pairs, worst_case_dmax
 from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting as acc
-from qpriv.privacy.audit import neighbouring_pure_pairs, worst_case_dmax
 from qpriv.privacy.theorems import channel_epsilon
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator, depolarizing_rate
 from qpriv.quantum.povm import sic_povm

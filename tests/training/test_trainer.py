@@ -14,6 +14,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import WindowDataset
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.runs.files import read_json_object, remove_stale_temporaries
 from qpriv.training import (
     StepStrategy,
     TrainConfig,
@@ -23,7 +24,6 @@ from qpriv.training import (
     evaluate,
     load_checkpoint,
 )
-from qpriv.training.checkpoints import read_json_object, remove_stale_temporaries
 from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
 
 TINY = ModelConfig(seq_len=24, horizon=4, n_channels=2, dim=4, stride=4, d_model=8,

@@ -37,7 +37,7 @@ from torch import Tensor, nn
 from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
-from qpriv.training.checkpoints import (
+from qpriv.runs.files import (
     atomic_torch_save,
     changed_settings,
     load_checkpoint,

@@ -44,7 +44,7 @@ from qpriv.classification.models import (
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
-from qpriv.training.checkpoints import atomic_write_json, changed_settings, read_json_object
+from qpriv.runs.files import atomic_write_json, changed_settings, read_json_object
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
 

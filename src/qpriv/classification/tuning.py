@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION
+from qpriv.classification.run import train_classifier
 from qpriv.errors import InvalidInputError, require_in_range
 
 LR_FACTORS = (0.1, 0.3, 1.0, 3.0)
@@ -84,7 +85,6 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
     Raises:
         InvalidInputError: an empty grid, a bad rate, or any bad training argument.
     """
-    from qpriv.classification.run import train_classifier
 
     if "lr" in arguments:
         raise InvalidInputError("give the rates in grid, not lr: tuning chooses lr")

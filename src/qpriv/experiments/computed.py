@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from qpriv.experiments.registry import PAPER_EPS, Budget
+from qpriv.experiments.grid import PAPER_EPS, Budget
+from qpriv.forecasting.data import load_forecasting_data
 from qpriv.privacy.calibration import calibrate
 from qpriv.privacy.composition import advanced_composition, basic_composition
+from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, paper_noise_multiplier_table
 from qpriv.privacy.trace_distance import single_feature_trace_distances
 from qpriv.training.seeding import derive_seed
 
@@ -38,7 +40,6 @@ def trace_distance_table(*, budget: Budget, data_dir: str | Path | None = None,
     perturbed in one feature by tau; the paper's eq. 19 value, the empirical max and 95th
     percentile of the full trace distance, and how many pairs break eq. 18 (not a valid bound)
     and the valid bound 2 tau / ||x||_2."""
-    from qpriv.forecasting.data import load_forecasting_data
 
     data = load_forecasting_data("ETTh1", seq_len=16, horizon=1, data_dir=data_dir)
     rows_all = data.train.series.numpy().astype(np.float64)
@@ -117,7 +118,6 @@ def add_accountant_check(rows: list[dict]) -> list[dict]:
     Opacus's RDP and PRV accountants give for the paper's setting (N = 8281, batch 64, 20
     epochs, delta = 1e-6), and the eps that the paper's printed multiplier really spends
     (``global (eps, delta)-DP``, ``rigorous``)."""
-    from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, paper_noise_multiplier_table
 
     check = {row["eps"]: row for row in paper_noise_multiplier_table()}
     out = []

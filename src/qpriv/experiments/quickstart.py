@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qpriv.audits.channel import ChannelAudit, audit_channel
 from qpriv.forecasting.run import run_forecast
-from qpriv.privacy.audit import ChannelAudit, audit_channel
 
 #: The quickstart budget: chosen so that the three runs finish in under 10 minutes on 2 cores.
 QUICK_EPOCHS = 3

@@ -12,103 +12,18 @@ stored by their own key, so the runs of Table 3 serve Tables 4, 8, 9 and Figure 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
 
 from qpriv.errors import InvalidInputError
-
-PAPER_EPS = (0.1, 0.5, 1.0, 5.0)
-PAPER_SEEDS = (2024, 2025, 2026)
-PAPER_HORIZONS = (24, 48, 96, 168, 336, 720)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One training run of a grid."""
-
-    method: str
-    eps: float | None = None
-    dataset: str = "ETTh1"
-    horizon: int = 24
-    seed: int = 2024
-    overrides: tuple[tuple[str, Any], ...] = ()
-
-    @property
-    def key(self) -> str:
-        """A file-name-safe identity, e.g. ``ETTh1-H24-ldpt-eps0.1-s2024``."""
-        parts = [self.dataset, f"H{self.horizon}", self.method]
-        if self.eps is not None:
-            parts.append(f"eps{self.eps:g}")
-        parts += [f"{k}{v}" for k, v in self.overrides]
-        parts.append(f"s{self.seed}")
-        return "-".join(parts)
-
-    @property
-    def group(self) -> tuple:
-        """What a table row is: the cell without its seed (seeds are averaged)."""
-        return (self.dataset, self.horizon, self.method, self.eps, self.overrides)
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How much of the paper's protocol a run spends. ``None`` keeps the paper's value."""
-
-    name: str
-    epochs: int | None = None
-    max_train_windows: int | None = None
-    max_eval_windows: int | None = None
-    seq_len: int = 336
-    model: tuple[tuple[str, Any], ...] = ()
-    trace_pairs: int = 1400
-    mia_windows: int = 1000
-    rigorous: bool = True
-    """Add the rigorous accounting beside the paper's in each LDPT cell (a minute per new
-    setting, cached); off for the small budgets, whose point is speed."""
-
-
-FULL = Budget("full")
-QUICK = Budget("quick", epochs=1, max_train_windows=256, max_eval_windows=128, mia_windows=128,
-               rigorous=False)
-"""``quick``: the paper's model and data on a few windows, so any experiment finishes in under
-15 minutes on 2 CPU cores (about 10-25 s a cell); the numbers show the pipeline, not the
-paper's results."""
-TINY = Budget("tiny", epochs=1, max_train_windows=64, max_eval_windows=32, seq_len=48,
-              model=(("d_model", 8), ("n_heads", 2), ("d_ff", 16), ("dim", 4), ("n_shots", 32)),
-              trace_pairs=100, mia_windows=32, rigorous=False)
-"""``tiny`` is for the test suite: every experiment end to end in seconds."""
-BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """A paper table or figure.
-
-    ``cells(seeds)`` lists the training runs (empty for computed tables); ``metrics`` the result
-    fields tabulated per row (see :func:`qpriv.experiments.runner.cell_metrics`); ``compute``
-    the rows of a table that trains no forecaster, called with the keywords ``budget``,
-    ``data_dir``, ``seeds``, ``progress`` and ``out_dir`` (a folder where it keeps its own
-    finished runs, so that a second call recomputes nothing); ``derive`` adds
-    columns computed across rows (e.g. Table 10's eps-separation); ``figure`` names the plot
-    (:mod:`qpriv.experiments.figures`). ``paper`` is the id in
-    :data:`qpriv.experiments.paper_numbers.PAPER_TABLES` whose numbers are printed beside ours.
-    ``full_hours`` is a rough cost of the full budget on 2 CPU cores (one epoch of the
-    classical backbone on 8281 windows takes about 2.5 minutes there, LDPT about twice that).
-    """
-
-    id: str
-    title: str
-    paper: str
-    cells: Callable[[Sequence[int]], list[Cell]] = field(default=lambda seeds: [])
-    metrics: tuple[str, ...] = ()
-    compute: Callable[..., list[dict]] | None = None
-    derive: Callable[[list[dict]], list[dict]] | None = None
-    figure: str | None = None
-    seeds: tuple[int, ...] = (2024,)
-    full_hours: float = 0.0
-    quick_minutes: float | None = None
-    """Measured ``--quick`` wall time of a computed experiment (cells are estimated per cell)."""
-
+from qpriv.experiments import computed, qml
+from qpriv.experiments.grid import (
+    PAPER_EPS,
+    PAPER_HORIZONS,
+    PAPER_SEEDS,
+    QML_SEEDS,
+    Experiment,
+    grid,
+)
 
 EXPERIMENTS: dict[str, Experiment] = {}
 
@@ -130,28 +45,6 @@ def experiment(experiment_id: str) -> Experiment:
     return EXPERIMENTS[experiment_id]
 
 
-# -- grid builders --------------------------------------------------------------------------
-
-
-def grid(
-    methods: Iterable[tuple[str, Iterable[float | None]]],
-    *,
-    datasets: Iterable[str] = ("ETTh1",),
-    horizons: Iterable[int] = (24,),
-) -> Callable[[Sequence[int]], list[Cell]]:
-    """Cells for every (dataset, horizon, method, eps, seed); ``methods`` pairs a method with
-    its eps values (``(None,)`` for methods without a budget)."""
-    methods = [(m, tuple(eps)) for m, eps in methods]
-    datasets, horizons = tuple(datasets), tuple(horizons)
-
-    def cells(seeds: Sequence[int]) -> list[Cell]:
-        return [Cell(method=m, eps=e, dataset=d, horizon=h, seed=s)
-                for d in datasets for h in horizons for m, eps in methods for e in eps
-                for s in seeds]
-
-    return cells
-
-
 CLASSICAL = ("classical", (None,))
 MIA_METRICS = ("mia_accuracy", "mia_auc", "loss_gap", "train_mse", "test_mse", "mia_tpr_1pct",
                "mia_tpr_0.1pct")
@@ -164,30 +57,14 @@ def _paper_methods(*names: str, eps: Sequence[float] = PAPER_EPS
 
 # -- the tables -----------------------------------------------------------------------------
 
-# Computed tables: their functions live in qpriv.experiments.computed (imported lazily so that
-# listing the registry stays cheap).
-
-
-def _computed(name: str) -> Callable[..., list[dict]]:
-    """``qpriv.experiments.computed.<name>``, imported on first call (computed rows and
-    derived columns alike)."""
-    def call(*args: Any, **kwargs: Any) -> list[dict]:
-        from qpriv.experiments import computed
-
-        return getattr(computed, name)(*args, **kwargs)
-
-    call.__name__ = name
-    return call
-
-
 register(Experiment("table1", "Training-time privacy composition (T = 20, delta' = 1e-6)",
-                    paper="table1", compute=_computed("composition_table")))
+                    paper="table1", compute=computed.composition_table))
 register(Experiment("table2", "Trace distance vs. perturbation size on ETTh1 (C = 7)",
-                    paper="table2", compute=_computed("trace_distance_table")))
+                    paper="table2", compute=computed.trace_distance_table))
 register(Experiment("table3", "DP-SGD vs. LDPT on ETTh1, H = 24", paper="table3",
                     cells=grid(_paper_methods("ldpt", "dpsgd")),
                     metrics=("mse", "mae", "eps_train", "delta_mse_pct"),
-                    derive=_computed("add_delta_vs_classical"), full_hours=12.0))
+                    derive=computed.add_delta_vs_classical, full_hours=12.0))
 register(Experiment("table4", "Training convergence on ETTh1, H = 24", paper="table4",
                     cells=grid(_paper_methods("ldpt", "dpsgd")),
                     metrics=("train_loss", "val_loss", "best_epoch", "mse"), full_hours=12.0))
@@ -201,13 +78,13 @@ register(Experiment("table6", "DP-Input vs. DP-SGD vs. LDPT on ETTh1, H = 24", p
                                 ("dp-input", (0.1, 1.0, 5.0))]),
                     metrics=("mse", "mae", "eps_train", "sigma", "noise_multiplier",
                              "delta_mse_pct"),
-                    derive=_computed("add_delta_vs_classical"), full_hours=12.0))
+                    derive=computed.add_delta_vs_classical, full_hours=12.0))
 register(Experiment("table7", "Calibration chain (Algorithm 1) and fidelity", paper="table7",
-                    compute=_computed("calibration_table")))
+                    compute=computed.calibration_table))
 register(Experiment("table8", "DP-SGD noise multipliers (Opacus RDP) and their effect",
                     paper="table8", cells=grid(_paper_methods("dpsgd")),
                     metrics=("noise_multiplier", "eps_spent", "val_loss", "best_epoch", "mse"),
-                    derive=_computed("add_accountant_check"),
+                    derive=computed.add_accountant_check,
                     full_hours=5.0))
 register(Experiment("table9", "Membership inference on ETTh1, H = 24", paper="table9",
                     cells=grid([CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1,)),
@@ -218,7 +95,7 @@ register(Experiment("table10", "Ablations on ETTh1, H = 24, eps = 0.1 (and 5.0 f
                     cells=grid([(m, (0.1, 5.0)) for m in (
                         "ldpt", "ldpt-no-injection", "ldpt-no-channel", "ldpt-shots256",
                         "ldpt-shots4096", "ldpt-k1", "ldpt-k3", "ldpt-layernorm")]),
-                    metrics=("mse",), derive=_computed("add_eps_separation"), full_hours=55.0))
+                    metrics=("mse",), derive=computed.add_eps_separation, full_hours=55.0))
 MULTI_SEED = [CLASSICAL, ("ldpt", (0.1, 0.5)), ("dpsgd", (0.1, 0.5))]
 register(Experiment("table11", "Multi-seed results on ETTh1 (seeds 2024-2026)",
                     paper="table11", seeds=PAPER_SEEDS,
@@ -245,7 +122,7 @@ register(Experiment("table16", "Computational cost, H = 24 (seconds per epoch, r
                     cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
                                 ("dp-input", (0.1,))]),
                     metrics=("seconds_per_epoch", "params", "ratio"),
-                    derive=_computed("add_cost_ratio"), full_hours=5.0))
+                    derive=computed.add_cost_ratio, full_hours=5.0))
 register(Experiment("tableA1", "Multi-horizon MSE on ETTh2 (LDPT and DP-SGD vs. classical)",
                     paper="tableA1",
                     cells=grid([CLASSICAL, ("ldpt", (0.1, 1.0, 5.0)), ("dpsgd", (0.1, 5.0))],
@@ -256,7 +133,7 @@ register(Experiment("tableA2", "LDPT, DP-SGD and DP-Input on ETTh2, H = 24, eps 
                     cells=grid([CLASSICAL, ("ldpt", (0.1,)), ("dpsgd", (0.1,)),
                                 ("dp-input", (0.1,))], datasets=("ETTh2",)),
                     metrics=("mse", "mae", "delta_mse_pct"),
-                    derive=_computed("add_delta_vs_classical"), full_hours=6.0))
+                    derive=computed.add_delta_vs_classical, full_hours=6.0))
 register(Experiment("tableA3", "Bottleneck with Gaussian-mechanism noise on ETTh2",
                     paper="tableA3",
                     cells=grid(_paper_methods("bottleneck-dp", "ldpt"), datasets=("ETTh2",),
@@ -286,33 +163,18 @@ register(Experiment("figure4", "MSE across horizons at eps = 0.1, both datasets"
 
 
 # -- the private-training paper: Figures 2-10 -------------------------------------------------
-# Grids of classifier runs computed in qpriv.experiments.classification (imported lazily);
+# Grids of classifier runs computed in qpriv.experiments.qml;
 # Figure 9 is a schematic with no data, so nothing is registered for it. The paper prints no
 # numbers for its figures: paper="" (no paper_* columns). full_hours: measured on 2 busy CPU
 # cores at 1 thread (seconds per epoch of the quick runs, times the full grid), plus the full
 # budget's 4 learning-rate trials per configuration at about 0.8 of a run each (80 % of the
 # training split, no diagnostics).
 
-QML_SEEDS = tuple(range(2024, 2034))
-"""The private-training paper's 10 seeds ("10 experiments ... with distinct random seeds"; it
-does not print them). ``quick`` uses the first 2 of the seeds passed in, ``tiny`` the first."""
-
-
-def _qml(experiment_id: str) -> Callable[..., list[dict]]:
-    def compute(**kwargs: Any) -> list[dict]:
-        from qpriv.experiments import classification
-
-        return classification.COMPUTE[experiment_id](**kwargs)
-
-    compute.__name__ = experiment_id.replace("-", "_")
-    return compute
-
-
 def _register_qml(number: int, title: str, figure: str, full_hours: float,
                   quick_minutes: float = 5.0) -> None:
     experiment_id = f"qml-figure{number}"
     register(Experiment(experiment_id, f"Private training, Figure {number}: {title}", paper="",
-                        compute=_qml(experiment_id), figure=figure, seeds=QML_SEEDS,
+                        compute=qml.COMPUTE[experiment_id], figure=figure, seeds=QML_SEEDS,
                         full_hours=full_hours, quick_minutes=quick_minutes))
 
 

@@ -14,24 +14,30 @@ from __future__ import annotations
 import contextlib
 import io
 import math
-import statistics
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from qpriv.audits.mia import mia_on_run
 from qpriv.errors import InvalidInputError, QprivError
-from qpriv.experiments.registry import BUDGETS, Budget, Cell, Experiment, experiment
-from qpriv.tables import format_table
-from qpriv.training.checkpoints import (
+from qpriv.experiments.figures import FIGURES
+from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
+from qpriv.experiments.paper_numbers import PAPER_TABLES
+from qpriv.experiments.registry import EXPERIMENTS, experiment
+from qpriv.forecasting.data import locate_dataset
+from qpriv.forecasting.methods import GLOBAL_DP, LOCAL_DP, LOCAL_QDP, METHODS
+from qpriv.forecasting.run import run_forecast
+from qpriv.runs.files import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     read_json_object,
 )
+from qpriv.tables import format_table
 
 KEYS = ("dataset", "horizon", "method", "eps")
 QUICK_SECONDS_PER_CELL = 20
@@ -145,7 +151,6 @@ def cell_dir(cell: Cell, *, budget: Budget, out_dir: Path) -> Path:
 def _locate_data(cells: Sequence[Cell], *, data_dir: str | Path | None) -> None:
     """Find (or download) every dataset of the grid once, before any cell: data that cannot be
     had is one error, not the same failure in every cell."""
-    from qpriv.forecasting.data import locate_dataset
 
     for name in sorted({cell.dataset for cell in cells}):
         locate_dataset(name, path=data_dir)
@@ -154,7 +159,6 @@ def _locate_data(cells: Sequence[Cell], *, data_dir: str | Path | None) -> None:
 def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path | None,
              progress: bool, threads: int | None) -> Path:
     """Train the cell unless it is finished; return its run directory."""
-    from qpriv.forecasting.run import run_forecast
 
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
     if (run_dir / RESULT_FILE).is_file():
@@ -208,7 +212,6 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
 
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:
     """Table 9's attack on the run, cached in ``mia.json`` beside it."""
-    from qpriv.attacks.mia import mia_on_run
 
     path = run_dir / MIA_FILE
     report = None
@@ -223,16 +226,6 @@ def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[
     return {"mia_accuracy": attack["accuracy"], "mia_auc": attack["auc"],
             "loss_gap": attack["loss_gap"], "train_mse": attack["member_loss_mean"],
             "test_mse": attack["nonmember_loss_mean"], **tpr}
-
-
-def mean_std(values: Iterable[Any]) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation of the finite numbers (None where undefined)."""
-    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(
-        v, bool) and math.isfinite(v)]
-    if not numbers:
-        return None, None
-    std = statistics.stdev(numbers) if len(numbers) > 1 else None
-    return statistics.fmean(numbers), std
 
 
 def aggregate(per_cell: Sequence[tuple[Cell, dict]], metrics: Sequence[str]) -> list[dict]:
@@ -276,7 +269,6 @@ def _same(a: Any, b: Any) -> bool:
 
 def join_paper(rows: list[dict], paper_id: str) -> list[dict]:
     """Add ``paper_<value>`` to every row whose keys match a row of the paper's table."""
-    from qpriv.experiments.paper_numbers import PAPER_TABLES
 
     table = PAPER_TABLES.get(paper_id)
     if table is None:
@@ -323,8 +315,6 @@ def write_report(report: ExperimentReport, exp: Experiment, where: Path) -> None
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report, exp))
     if exp.figure is not None and report.rows:
-        from qpriv.experiments.figures import FIGURES
-
         buffer = io.BytesIO()
         FIGURES[exp.figure](report.rows, title=exp.title, out=buffer)
         files["figure"] = where / "figure.png"
@@ -347,7 +337,6 @@ def markdown(report: ExperimentReport, exp: Experiment) -> str:
     legend = epsilon_legend(report.rows, columns)
     if legend:
         lines += ["", "## What each epsilon column is", "", *legend]
-    from qpriv.experiments.paper_numbers import PAPER_TABLES
 
     if exp.paper in PAPER_TABLES and PAPER_TABLES[exp.paper].notes:
         lines += ["", "## Notes on the paper's numbers", ""]
@@ -364,7 +353,6 @@ EPS_COLUMNS = ("eps", "eps_train", "eps_advanced", "eps_spent")
 def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     """One line per privacy notion among the rows' methods: what its epsilon columns mean,
     with kind, delta and accounting (a column mixes notions across methods, as the paper's)."""
-    from qpriv.forecasting.methods import GLOBAL_DP, LOCAL_DP, LOCAL_QDP, METHODS
 
     shown = [c for c in EPS_COLUMNS if c in columns]
     if not shown:
@@ -399,7 +387,6 @@ def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
 def experiment_list() -> list[dict]:
     """Every experiment: id, title, the paper table it reproduces, its cells (0: computed, no
     training) and its estimated cost (full budget in hours, --quick in minutes)."""
-    from qpriv.experiments.registry import EXPERIMENTS
 
     listing = []
     for exp in EXPERIMENTS.values():

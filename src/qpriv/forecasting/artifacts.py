@@ -27,7 +27,7 @@ from qpriv.forecasting.data import DATASETS, ForecastData, file_sha256, load_for
 from qpriv.forecasting.methods import LOCAL_QDP, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
-from qpriv.training.checkpoints import load_checkpoint, read_json_object
+from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.training.trainer import BEST
 
 RERUN = "re-run the training into a fresh directory"

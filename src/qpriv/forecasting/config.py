@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.quantum.features import n_tokens
 
 NORMS = ("qc-adaln", "layernorm")
 FEATURE_SCALES = ("centred", "raw")
@@ -21,16 +22,6 @@ def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
         message = f"{name} = {value!r} is not an integer >= {low}"
         raise InvalidInputError(f"{message}; {hint}" if hint else message)
     return int(value)
-
-
-def n_tokens(*, dim: int, stride: int, seq_len: int) -> int:
-    """T = floor((L - D) / s) + 1, the sliding-window tokens per channel (SPEC section 3,
-    item 2). The one place the count is written: the model and the accountant both read it."""
-    if seq_len < dim:
-        raise InvalidInputError(
-            f"seq_len = {seq_len} is shorter than one token (dim = {dim}); use seq_len >= dim"
-        )
-    return (seq_len - dim) // stride + 1
 
 
 @dataclass(frozen=True)

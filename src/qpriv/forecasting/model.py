@@ -132,7 +132,7 @@ class LDPTForecaster(nn.Module):
         ``x (B, L, C)`` -> ``(B, C, T, D)`` in x's dtype (float64 in, float64 out, so an audit
         can compare states to 1e-9), by the same normalisation and unfolding as the forward
         pass; None for a model without the quantum path. Used by the side-channel audit
-        (:mod:`qpriv.privacy.sidechannel`).
+        (:mod:`qpriv.audits.sidechannel`).
         """
         if self.features is None:
             return None

@@ -5,7 +5,7 @@ Each window is z-scored per channel with its own mean and standard deviation, th
 the normalised series, and the prediction is mapped back with the same statistics. The
 statistics are detached, as in RevIN. They reach the output without passing the quantum channel:
 SPEC section 2 lists them as a side channel that the privacy audit must report
-(:mod:`qpriv.privacy.sidechannel`). Built with ``per_window=False`` the module computes no
+(:mod:`qpriv.audits.sidechannel`). Built with ``per_window=False`` the module computes no
 statistics: the series passes as given (already z-scored with the training split's statistics
 by the data loader) and only the data-independent affine map remains, which closes that side
 channel.

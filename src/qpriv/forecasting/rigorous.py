@@ -9,7 +9,7 @@ Two services for :func:`qpriv.forecasting.run.run_forecast`:
 - :func:`rigorous_setup`: ``--accounting rigorous``: the p (and gamma, sigma) that a target
   record-level (eps, delta) needs (:func:`qpriv.privacy.accounting.rigorous_calibration`), and
   ``normalisation="fixed"`` so that no per-window statistic bypasses the channel (the
-  side-channel fix of :mod:`qpriv.privacy.sidechannel`).
+  side-channel fix of :mod:`qpriv.audits.sidechannel`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import cache_root
 from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, replace_config
-from qpriv.training.checkpoints import atomic_write_json
+from qpriv.privacy.accounting import account, rigorous_calibration
+from qpriv.runs.files import atomic_write_json
 
 RIGOROUS_KIND = "composed"
 RIGOROUS_UNITS = ("token", "window", "record")
@@ -86,8 +88,6 @@ def _cached_summary(key: str) -> dict:
 
 
 def _compute_summary(settings: dict) -> dict:
-    from qpriv.privacy.accounting import account
-
     if settings["n_shots"] is None:
         return {"note": "exact probabilities are released (no shots): the rigorous accounting "
                         "of a finite-shot release does not apply; the exact distribution of "
@@ -109,8 +109,6 @@ def rigorous_setup(setup: MethodSetup, *, eps_total: float, delta: float, epochs
                    ) -> MethodSetup:
     """The method ``setup`` recalibrated for a record-level rigorous (eps_total, delta) over
     ``epochs``, with per-window normalisation removed (the side channel closed)."""
-    from qpriv.errors import InvalidInputError
-    from qpriv.privacy.accounting import rigorous_calibration
 
     config = setup.config
     if setup.privacy != LOCAL_QDP or not config.use_quantum or config.n_shots is None:

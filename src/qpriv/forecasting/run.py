@@ -46,7 +46,7 @@ from qpriv.forecasting.rigorous import (
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.training.checkpoints import (
+from qpriv.runs.files import (
     atomic_write_json,
     changed_settings,
     read_json_object,

@@ -16,7 +16,7 @@ Neighbourhood (the paper's, section 6.2): a changed record moves each token stat
 at most d in full trace norm, ``||rho - rho'||_1 = 2 sqrt(1 - |<psi|psi'>|^2) <= d``.
 
 Worst case. For one shot the largest log-likelihood ratio over all pairs is the closed-form D_max
-of :func:`qpriv.privacy.audit.worst_case_dmax` (data processing: a measured ratio cannot exceed
+of :func:`qpriv.audits.channel.worst_case_dmax` (data processing: a measured ratio cannot exceed
 the quantum D_max), and :func:`sic_aligned_pair` attains it. For many shots no closed form is
 known: the SIC is a 2-design, so the chi^2 distance of every pair at distance d is nearly the
 same, and pairs differ by a few per cent in the composed eps. :func:`search_worst_pairs` maximises
@@ -53,7 +53,6 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.forecasting.config import n_tokens
 from qpriv.privacy.calibration import (
     DEFAULT_ALPHA,
     DEFAULT_D,
@@ -66,9 +65,9 @@ from qpriv.privacy.calibration import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
-from qpriv.quantum.features import outcome_probabilities
+from qpriv.progress import work_bar
+from qpriv.quantum.features import n_tokens, outcome_probabilities
 from qpriv.quantum.povm import sic_vectors
-from qpriv.training.progress import work_bar
 
 DEFAULT_DELTA = 1e-5
 DEFAULT_SHOTS = 1024
@@ -227,7 +226,7 @@ def sic_aligned_pair(*, p: float, d: float, dim: int) -> NeighbourPair:
     In the plane of a pair (psi = e1, psi' = c e1 + s e2, s = d/2) the channel outputs restrict to
     ``A = (1-p) e1 e1^T + (p/D) I`` and ``B = (1-p) psi' psi'^T + (p/D) I``; the top generalised
     eigenvector v of (A, B) is the measurement direction with the largest ratio
-    ``<v|A|v> / <v|B|v> = exp(D_max)`` (:func:`qpriv.privacy.audit.worst_case_dmax`). Rotating
+    ``<v|A|v> / <v|B|v> = exp(D_max)`` (:func:`qpriv.audits.channel.worst_case_dmax`). Rotating
     the plane so that v is the SIC vector phi_0 makes ``P_0 / Q_0`` equal to that maximum.
     """
     p, d, dim = _require_p(p), check_trace_distance(d), check_dim(dim)

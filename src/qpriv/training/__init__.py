@@ -2,7 +2,7 @@
 pieces (per-sample gradients, clipping and noise, Poisson batches) that the classifiers' own loop
 (:mod:`qpriv.classification.dpsgd`) shares."""
 
-from qpriv.training.checkpoints import atomic_torch_save, atomic_write_json, load_checkpoint
+from qpriv.runs.files import atomic_torch_save, atomic_write_json, load_checkpoint
 from qpriv.training.evaluation import WindowSource, evaluate, seeded_noise
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer, TrainResult

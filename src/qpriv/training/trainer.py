@@ -35,13 +35,13 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.training.checkpoints import (
+from qpriv.progress import epoch_bar, epoch_summary
+from qpriv.runs.files import (
     atomic_torch_save,
     load_checkpoint,
     remove_stale_temporaries,
 )
 from qpriv.training.evaluation import WindowSource, autocast, evaluate
-from qpriv.training.progress import epoch_bar, epoch_summary
 from qpriv.training.seeding import (
     derive_seed,
     global_rng_state,

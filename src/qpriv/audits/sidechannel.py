@@ -58,7 +58,10 @@ import torch
 from torch import Tensor
 
 from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
+from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.quantum.states import amplitude_encode_with_mask
 
@@ -601,7 +604,6 @@ def audit_windows(
     """``count`` evenly spaced training windows of ``dataset`` if it is on this machine (the
     path given, ``$QPRIV_DATA_DIR`` or the user cache; nothing is downloaded), else
     :func:`synthetic_windows`; with a description of which."""
-    from qpriv.forecasting.data import load_forecasting_data
 
     count = require_positive_int("count (windows)", count)
     try:
@@ -625,7 +627,6 @@ def method_model(
     """An untrained model of a registered method (the audit is structural: it asks which paths
     exist, not what the weights learned), initialised from ``seed`` without touching the global
     random state."""
-    from qpriv.forecasting.methods import setup_method
 
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=n_channels)
     setup = setup_method(method, base=base, eps=eps, overrides=overrides)
@@ -692,8 +693,6 @@ def audit_sidechannel(
 
 def _audit_run(run_dir: str | Path, *, count: int, seed: int, data_dir: str | Path | None,
                accounting: str) -> SideChannelReport:
-    from qpriv.forecasting.artifacts import load_run
-
     run = load_run(run_dir, data_dir=data_dir)
     cfg = run.config
     try:

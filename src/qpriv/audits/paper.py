@@ -38,12 +38,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
 from qpriv.forecasting.data import ForecastData
 from qpriv.forecasting.methods import LOCAL_QDP
 from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
-from qpriv.privacy.audit import audit_channel
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, hybrid_composition
@@ -342,7 +342,7 @@ def audit_composition(run: LoadedRun) -> AuditResult:
 
 def audit_budget(run: LoadedRun, *, pairs: int = 2000, seed: int = DEFAULT_SEED) -> AuditResult:
     """Audit 4 (section 7.8): the exact channel audit
-    (:func:`~qpriv.privacy.audit.audit_channel`) of the run's channel: the worst D_max over
+    (:func:`~qpriv.audits.channel.audit_channel`) of the run's channel: the worst D_max over
     ``pairs`` neighbouring pure states must satisfy 0 < D_max <= Theorem 1's eps_ch at the
     run's p, that eps_ch must not exceed the requested eps_s (config.json), and the audited
     channel must be the run's (same p)."""

@@ -96,12 +96,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from qpriv.classification.data import VALIDATION_FRACTION
+from qpriv.classification.data import VALIDATION_FRACTION, synthetic_recipe_digest
+from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
-from qpriv.experiments.registry import QML_SEEDS, Budget
-from qpriv.experiments.runner import mean_std
-from qpriv.training.checkpoints import atomic_write_json, read_json_object
+from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
+from qpriv.runs.files import atomic_write_json, read_json_object
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
@@ -213,7 +213,6 @@ class Run:
 
     def key(self, plan: Protocol) -> str:
         """A file-name-safe identity holding every argument that changes the result."""
-        from qpriv.classification.data import synthetic_recipe_digest  # imports torch
 
         args = self.arguments(plan)
         task = (f"synthetic{synthetic_recipe_digest()}" if self.task == "synthetic"
@@ -249,7 +248,6 @@ def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> 
     """The result of ``run``: read from ``out_dir/qml/<key>.json`` or trained and written.
     Where ``plan`` tunes and ``run`` has no rate, the rate is tuned first (trials stored the
     same way) and the result carries ``lr_tuning``."""
-    from qpriv.classification.run import train_classifier
 
     tuning = None
     if plan.lr_factors and run.lr is None and not run.validation:

@@ -7,11 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from qpriv.errors import InvalidInputError
-from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import setup_method
-from qpriv.forecasting.model import LDPTForecaster
-from qpriv.privacy.sidechannel import (
+from qpriv.audits.sidechannel import (
     CLASSICAL_PATH,
     REVIN,
     Probe,
@@ -19,6 +15,10 @@ from qpriv.privacy.sidechannel import (
     sidechannel_audit,
     synthetic_windows,
 )
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.model import LDPTForecaster
 
 BASE = ModelConfig(seq_len=64, horizon=8, n_channels=3, dim=16, stride=4, d_model=16,
                    n_heads=4, d_ff=32, n_shots=64)

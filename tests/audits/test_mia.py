@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from qpriv.attacks.mia import membership_inference, mia_on_run, tpr_at_fpr
+from qpriv.audits.mia import membership_inference, mia_on_run, tpr_at_fpr
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
 from qpriv.training.evaluation import evaluate, per_window_losses

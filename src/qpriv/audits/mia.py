@@ -39,6 +39,7 @@ from sklearn.preprocessing import StandardScaler
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
+from qpriv.forecasting.methods import GLOBAL_DP
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -235,7 +236,6 @@ def mia_on_run(
     nonmembers = per_window_losses(model, data.test, index=nonmember_index,
                                    seed=derive_seed(seed, "mia-nonmembers"))
     attack = membership_inference(members, nonmembers, seed=seed, folds=folds)
-    from qpriv.forecasting.methods import GLOBAL_DP
 
     notes = []
     claim = loaded.result.get("eps_per_pass") or loaded.result.get("eps_total")

@@ -12,11 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
-from qpriv.errors import InvalidInputError
-from qpriv.forecasting.artifacts import load_run
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, run_forecast
-from qpriv.privacy.audit import worst_case_dmax
-from qpriv.privacy.audits import (
+from qpriv.audits.channel import worst_case_dmax
+from qpriv.audits.paper import (
     NOT_APPLICABLE,
     audit_budget,
     audit_calibration_chain,
@@ -26,6 +23,9 @@ from qpriv.privacy.audits import (
     run_audits,
     sibling_runs,
 )
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, run_forecast
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 

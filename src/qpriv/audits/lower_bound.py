@@ -30,10 +30,10 @@ from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
+from qpriv.progress import work_bar
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
-from qpriv.training.progress import work_bar
 
 DEFAULT_TRIALS = 100_000
 """Releases drawn from each of the two states."""

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from qpriv.errors import InvalidInputError
-from qpriv.privacy.audit import (
+from qpriv.audits.channel import (
     audit_channel,
     max_relative_entropy,
     neighbouring_pure_pairs,
     worst_case_dmax,
 )
+from qpriv.errors import InvalidInputError
 from qpriv.privacy.calibration import calibrate
 
 

@@ -10,9 +10,9 @@ import pytest
 import scipy.stats
 import torch
 
+from qpriv.audits import lower_bound as emp
 from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting as acc
-from qpriv.privacy import empirical as emp
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
 
 PAPER_P = 0.9505

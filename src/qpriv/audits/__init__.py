@@ -1,0 +1,16 @@
+"""Audits of what a trained model releases, and attacks on it.
+
+They load trained runs, so they sit above the models:
+
+* :mod:`qpriv.audits.channel`: the exact max-relative entropy of the calibrated channel on
+  neighbouring states against Theorem 1 of the LDPT paper;
+* :mod:`qpriv.audits.paper`: the LDPT paper's six audits of a finished run (its section 7.9);
+* :mod:`qpriv.audits.sidechannel`: what reaches the output without passing the channel;
+* :mod:`qpriv.audits.mia`: loss-threshold membership inference (the LDPT paper's Table 9), with
+  TPR at low false-positive rates beyond the paper;
+* :mod:`qpriv.audits.lower_bound`: an empirical lower bound on the feature path's epsilon.
+"""
+
+from qpriv.audits.mia import MIAResult, TprAtFpr, membership_inference, mia_on_run, tpr_at_fpr
+
+__all__ = ["MIAResult", "TprAtFpr", "membership_inference", "mia_on_run", "tpr_at_fpr"]

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from qpriv.cli import main
+from qpriv.privacy.claims import COVERS_FEATURES_PER_PASS
 
 SMALL = ["--dim", "4", "--shots", "64", "--seq-len", "16", "--epochs", "2", "--restarts", "1"]
 
@@ -19,13 +20,16 @@ def test_account_json_labels_every_number(capsys):
     assert main(["account", "--eps", "0.1", *SMALL, "--lower-bound-trials", "2000",
                  "--json"]) == 0
     payload = _last_json(capsys)
-    assert payload["paper"]["eps_per_pass"] == {"value": 0.1, "kind": "local eps-QDP per pass",
-                                                "accounting": "paper"}
+    assert payload["paper"]["eps_per_pass"] == {
+        "value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper", "unit": "token",
+        "covers": COVERS_FEATURES_PER_PASS}
     rows = {row["unit"]: row for row in payload["rows"]}
     assert set(rows) == {"token", "token-training", "window", "record"}
     for row in rows.values():
         assert row["eps"]["accounting"] == "rigorous" and row["eps"]["kind"] == "composed"
         assert row["eps"]["delta"] == 1e-5
+        assert row["eps"]["composed_over"] == row["unit"]
+        assert row["eps"]["unit"] == {"token-training": "token"}.get(row["unit"], row["unit"])
         assert row["eps"]["value"] <= row["eps_rdp"]["value"]
     # D = 4, s = 4, L = 16: one token per window holds a time step; over its windows it is in
     # 4 tokens x 4 positions per epoch
@@ -52,7 +56,8 @@ def test_account_inverse(capsys):
                  "--json"]) == 0
     payload = _last_json(capsys)
     assert payload["eps_target"] == {"value": 1.0, "kind": "composed", "accounting": "rigorous",
-                                     "delta": 1e-5, "unit": "token"}
+                                     "delta": 1e-5, "unit": "token", "composed_over": "token",
+                                     "covers": COVERS_FEATURES_PER_PASS}
     assert 0 < payload["p"] < 1
     assert payload["sigma"] == pytest.approx(payload["p"] / 4)
     assert 0.97 <= payload["achieved"]["eps"]["value"] <= 1.0

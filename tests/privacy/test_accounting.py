@@ -20,6 +20,7 @@ from scipy.special import gammaln
 from qpriv.audits.channel import neighbouring_pure_pairs, worst_case_dmax
 from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting as acc
+from qpriv.privacy.claims import COVERS_FEATURES_PER_PASS
 from qpriv.privacy.theorems import channel_epsilon
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator, depolarizing_rate
 from qpriv.quantum.povm import sic_povm
@@ -222,13 +223,15 @@ def test_report_sets_the_rigorous_numbers_beside_the_papers(capsys):
     report = acc.account(eps_s=0.1, units=("token",), restarts=1, progress=True)
     assert "rigorous accounting" in capsys.readouterr().err  # the bar, on stderr
     assert report.p == pytest.approx(PAPER_P, abs=1e-4)
-    assert report.paper["eps_per_pass"] == {"value": 0.1, "kind": "local eps-QDP per pass",
-                                            "accounting": "paper"}
+    assert report.paper["eps_per_pass"] == {
+        "value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper", "unit": "token",
+        "covers": COVERS_FEATURES_PER_PASS}
     assert report.paper["eps_basic"]["value"] == pytest.approx(2.0)
     assert round(report.paper["eps_advanced"]["value"], 2) == 2.56
     token = report.row("token")
     assert token.labelled() == {"value": token.eps, "kind": "composed",
-                                "accounting": "rigorous", "delta": 1e-5, "unit": "token"}
+                                "accounting": "rigorous", "delta": 1e-5, "unit": "token",
+                                "composed_over": "token", "covers": COVERS_FEATURES_PER_PASS}
     assert token.eps > 3 * report.paper["eps_per_pass"]["value"]
     assert any("RevIN" in a for a in report.assumptions)
     assert any("no credit" in a for a in report.assumptions)

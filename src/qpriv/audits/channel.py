@@ -21,6 +21,7 @@ import torch
 
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.privacy.calibration import check_eps, depolarizing_p, lindblad_gamma
+from qpriv.privacy.claims import Accounting, Kind
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator
 
@@ -77,8 +78,8 @@ class ChannelAudit:
     pairs: int
     passed: bool
 
-    kind = "local eps-QDP of the channel alone, per pass"
-    accounting = "paper"
+    kind = Kind.CHANNEL_QDP
+    accounting = Accounting.PAPER
 
 
 def worst_case_dmax(*, p: float, d: float, dim: int) -> float:

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
+from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.progress import work_bar
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
@@ -90,16 +91,18 @@ class LowerBound:
     pair_source: str
     seconds: float
 
-    unit = "token"
-    kind = "composed"
-    accounting = "rigorous"
+    unit = Unit.TOKEN
+    kind = Kind.COMPOSED
+    accounting = Accounting.RIGOROUS
     bound = "empirical lower bound"
 
     def labelled(self) -> dict:
-        """``{"value", "kind", "accounting", "delta", "unit", "bound", "confidence"}``."""
-        return {"value": self.eps_lower, "kind": self.kind, "accounting": self.accounting,
-                "delta": self.delta, "unit": self.unit, "bound": self.bound,
-                "confidence": self.confidence}
+        """The lower bound as a :class:`PrivacyClaim`'s JSON form (``bound`` and
+        ``confidence`` in its details): what any valid epsilon at this delta must exceed."""
+        return PrivacyClaim(
+            value=self.eps_lower, delta=self.delta, kind=self.kind, accounting=self.accounting,
+            unit=self.unit, covers="the N_s shots of one token's state on one pass",
+            details={"bound": self.bound, "confidence": self.confidence}).to_json()
 
     def as_dict(self) -> dict:
         """A JSON-ready dict."""

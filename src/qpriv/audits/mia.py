@@ -39,7 +39,7 @@ from sklearn.preprocessing import StandardScaler
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.forecasting.methods import GLOBAL_DP
+from qpriv.privacy.claims import Kind
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -239,7 +239,7 @@ def mia_on_run(
 
     notes = []
     claim = loaded.result.get("eps_per_pass") or loaded.result.get("eps_total")
-    if claim and loaded.result.get("privacy") != GLOBAL_DP:
+    if claim and loaded.result.get("privacy") != Kind.GLOBAL_DP:
         notes.append("the run's epsilon holds for what passes its mechanism (the released "
                      "features or inputs), not for the trained weights this attack reads: the "
                      "forecast targets reach them without the mechanism")

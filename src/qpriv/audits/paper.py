@@ -42,9 +42,9 @@ from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
 from qpriv.forecasting.data import ForecastData
-from qpriv.forecasting.methods import LOCAL_QDP
 from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
+from qpriv.privacy.claims import Kind
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, hybrid_composition
 from qpriv.privacy.trace_distance import single_feature_trace_distances
@@ -438,7 +438,7 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
             continue  # not a readable run: nothing to compare with
         entry = result.get("eps_per_pass")
         eps = entry.get("value") if isinstance(entry, dict) else None
-        if (not isinstance(eps, (int, float)) or result.get("privacy") != LOCAL_QDP
+        if (not isinstance(eps, (int, float)) or result.get("privacy") != Kind.LOCAL_QDP
                 or float(eps) == run.eps_per_pass or float(eps) in found
                 or any(request.get(k) != run.request.get(k) for k in _SIBLING_SETTINGS)):
             continue

@@ -63,6 +63,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.quantum.states import amplitude_encode_with_mask
 
 REVIN = "RevIN statistics"
@@ -511,32 +512,33 @@ def _accounting(config: ModelConfig, *, leaks: tuple[Leak, ...], passed: bool, m
     if mode == "paper":
         return {"note": "the paper's accounting covers the channel only; it does not count the "
                         "paths this audit finds"}
+    covers = ("everything a forecast reveals of one window outside the channel, on one pass")
+
+    def outside(value: float | None, meaning: str) -> dict:
+        return PrivacyClaim(value=value, kind=Kind.LOCAL_QDP, accounting=Accounting.RIGOROUS,
+                            unit=Unit.TOKEN, covers=covers,
+                            details={"meaning": meaning}).to_json()
+
     if leaks:
-        outside = {
-            "value": None, "kind": "local eps-QDP per pass", "accounting": "rigorous",
-            "meaning": "unbounded: windows whose encoded states are identical (trace distance "
-                       "0) get forecasts that the probes move by an amount the window controls "
-                       f"({', '.join(leak.path for leak in leaks)}), so no finite eps holds",
-        }
+        claim = outside(None, "unbounded: windows whose encoded states are identical (trace "
+                              "distance 0) get forecasts that the probes move by an amount the "
+                              f"window controls ({', '.join(leak.path for leak in leaks)}), so "
+                              "no finite eps holds")
     elif _structurally_closed(config) and passed:
-        outside = {
-            "value": 0.0, "kind": "local eps-QDP per pass", "accounting": "rigorous",
-            "meaning": "no path outside the channel: with normalisation 'fixed', gate 1 and the "
-                       "quantum path on, the forward pass reads the window only through the "
-                       "channel, and no probe moved the forecast",
-        }
+        claim = outside(0.0, "no path outside the channel: with normalisation 'fixed', gate 1 "
+                             "and the quantum path on, the forward pass reads the window only "
+                             "through the channel, and no probe moved the forecast")
     else:
-        outside = {
-            "value": None, "kind": "local eps-QDP per pass", "accounting": "rigorous",
-            "meaning": "not established: the probes found no leak, but this configuration "
-                       "does not exclude paths outside the channel by construction",
-        }
-    result = {"eps_outside_channel_per_pass": outside}
+        claim = outside(None, "not established: the probes found no leak, but this "
+                              "configuration does not exclude paths outside the channel by "
+                              "construction")
+    result = {"eps_outside_channel_per_pass": claim}
     if config.normalisation == "fixed":
-        result["normalisation_statistics"] = {
-            "value": None, "kind": "global (eps, delta)-DP", "accounting": "rigorous",
-            "meaning": "no guarantee: released in the clear", "note": STATISTICS_NOTE,
-        }
+        result["normalisation_statistics"] = PrivacyClaim(
+            value=None, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS, unit=Unit.WINDOW,
+            covers="the fixed normalisation statistics fitted on the training split",
+            details={"meaning": "no guarantee: released in the clear",
+                     "note": STATISTICS_NOTE}).to_json()
     return result
 
 

@@ -42,6 +42,7 @@ from qpriv.classification.models import (
     count_parameters,
 )
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
 from qpriv.runs.files import atomic_write_json, changed_settings, read_json_object
@@ -61,7 +62,6 @@ REFERENCE_CHECKPOINT = "reference.pt"
 """The unclipped twin's checkpoint (``unclipped_reference``)."""
 TUNING_FILE = "lr_tuning.json"
 """``qpriv train-classifier --lr-grid``'s choice, kept so that a resumed run need not tune."""
-DP_KIND = "global (eps, delta)-DP"
 ACCOUNTANT = ACCOUNTANTS["rdp"]
 ACCOUNTING_NOTE = (
     f"{ACCOUNTANT}: sigma from opacus.accountants.utils.get_noise_multiplier("
@@ -484,24 +484,29 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
     steps = config.epochs * config.steps_per_epoch(n_train)
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=rate, steps=steps)
     spent = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=rate, steps=steps, delta=delta)
-    label = {"kind": DP_KIND, "accounting": "rigorous", "accountant": ACCOUNTANT}
+    notes = [
+        "hyper-parameter choices (lr, C, epochs, model) are not accounted",
+        "preprocessing is per example with fixed constants",
+        DIAGNOSTICS_NOTE,
+        "shot and depolarizing noise of quantum models are not counted as privacy "
+        "(the private-training paper, section 3.2)",
+    ]
+    claim = PrivacyClaim(
+        value=spent, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
+        unit=Unit.EXAMPLE, covers=COVERS_WEIGHTS, notes=tuple(notes),
+        details={"target": eps, "accountant": ACCOUNTANT,
+                 "neighbourhood": "add or remove one training example",
+                 "sampling": f"Poisson, rate q = {rate:.6g}", "steps": steps,
+                 "how": ACCOUNTING_NOTE})
     return {
         "sigma": sigma,
-        "privacy": DP_KIND,
-        "eps": {"value": spent, "target": eps, "delta": delta, **label,
-                "neighbourhood": "add or remove one training example",
-                "sampling": f"Poisson, rate q = {rate:.6g}", "steps": steps,
-                "how": ACCOUNTING_NOTE},
-        "noise_multiplier": {"value": sigma, **label, "kind": "DP-SGD noise multiplier",
+        "privacy": Kind.GLOBAL_DP,
+        "eps": claim.to_json(),
+        "noise_multiplier": {"value": sigma, "kind": "DP-SGD noise multiplier",
+                             "accounting": "rigorous", "accountant": ACCOUNTANT,
                              "meaning": "Gaussian noise std sigma * C on the sum of clipped "
                                         "per-example gradients"},
-        "privacy_notes": [
-            "hyper-parameter choices (lr, C, epochs, model) are not accounted",
-            "preprocessing is per example with fixed constants",
-            DIAGNOSTICS_NOTE,
-            "shot and depolarizing noise of quantum models are not counted as privacy "
-            "(paper section 3.2)",
-        ],
+        "privacy_notes": notes,
     }
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from qpriv.experiments.grid import PAPER_EPS, Budget
 from qpriv.forecasting.data import load_forecasting_data
 from qpriv.privacy.calibration import calibrate
+from qpriv.privacy.claims import Accounting, Kind
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, paper_noise_multiplier_table
 from qpriv.privacy.trace_distance import single_feature_trace_distances
@@ -31,7 +32,7 @@ def composition_table(*, budget: Budget, epochs: int = 20, delta_prime: float = 
     ``paper`` accounting, kind ``composed``."""
     return [{"eps": eps, "eps_basic": basic_composition(eps, epochs=epochs),
              "eps_advanced": advanced_composition(eps, epochs=epochs, delta_prime=delta_prime),
-             "kind": "composed", "accounting": "paper"} for eps in PAPER_EPS]
+             "kind": Kind.COMPOSED, "accounting": Accounting.PAPER} for eps in PAPER_EPS]
 
 
 def trace_distance_table(*, budget: Budget, data_dir: str | Path | None = None,

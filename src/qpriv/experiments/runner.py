@@ -29,8 +29,9 @@ from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.forecasting.data import locate_dataset
-from qpriv.forecasting.methods import GLOBAL_DP, LOCAL_DP, LOCAL_QDP, METHODS
+from qpriv.forecasting.methods import METHODS
 from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.claims import Kind
 from qpriv.runs.files import (
     atomic_write_bytes,
     atomic_write_json,
@@ -358,17 +359,18 @@ def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     if not shown:
         return []
     meaning = {
-        LOCAL_QDP: ("`eps` is the per-pass budget eps_s, local eps-QDP per pass (trace distance "
-                    "d = 0.1, full norm), accounting=paper; `eps_train` / `eps_advanced` compose "
-                    "it over the run's epochs by advanced composition (eq. 17, delta' = 1e-6), "
-                    "accounting=paper. Both hold for the released quantum features only (RevIN "
-                    "statistics and the forecast targets bypass the channel); `qpriv account` "
-                    "gives the rigorous numbers"),
-        GLOBAL_DP: ("`eps` is the target of global (eps, delta = 1e-6)-DP on the trained weights; "
-                    "`eps_train` / `eps_spent` are what the run spent, Opacus RDP, "
-                    "accounting=rigorous"),
-        LOCAL_DP: ("`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian "
-                   "mechanism, L2 sensitivity 1), accounting=paper"),
+        Kind.LOCAL_QDP: (
+            "`eps` is the per-pass budget eps_s, local eps-QDP per pass (trace distance d = 0.1, "
+            "full norm), accounting=paper; `eps_train` / `eps_advanced` compose it over the "
+            "run's epochs by advanced composition (eq. 17, delta' = 1e-6), accounting=paper. "
+            "Both hold for the released quantum features only (RevIN statistics and the "
+            "forecast targets bypass the channel); `qpriv account` gives the rigorous numbers"),
+        Kind.GLOBAL_DP: (
+            "`eps` is the target of global (eps, delta = 1e-6)-DP on the trained weights; "
+            "`eps_train` / `eps_spent` are what the run spent, Opacus RDP, accounting=rigorous"),
+        Kind.LOCAL_DP: (
+            "`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian mechanism, "
+            "L2 sensitivity 1), accounting=paper"),
     }
     by_text: dict[str, list[str]] = {}
     for row in rows:

@@ -24,9 +24,10 @@ from typing import Any
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import DATASETS, ForecastData, file_sha256, load_forecasting_data
-from qpriv.forecasting.methods import LOCAL_QDP, replace_config
+from qpriv.forecasting.methods import replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
+from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.training.trainer import BEST
 
@@ -71,7 +72,7 @@ class LoadedRun:
     @property
     def claims_local_qdp(self) -> bool:
         """Whether the run claims local eps-QDP per pass through a calibrated channel."""
-        return (self.result.get("privacy") == LOCAL_QDP and self.eps_per_pass is not None
+        return (self.result.get("privacy") == Kind.LOCAL_QDP and self.eps_per_pass is not None
                 and isinstance(self.result.get("calibration"), dict))
 
     def data(self, *, limit_eval: bool = True) -> ForecastData:

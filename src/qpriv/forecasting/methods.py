@@ -23,12 +23,10 @@ from typing import Any
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
+from qpriv.privacy.claims import Kind
 from qpriv.privacy.gaussian import gaussian_sigma
 
 NO_PRIVACY = "none"
-LOCAL_QDP = "local eps-QDP per pass"
-LOCAL_DP = "local (eps, delta)-DP per pass"
-GLOBAL_DP = "global (eps, delta)-DP"
 DELTA = 1e-6
 """delta of the Gaussian-mechanism and DP-SGD baselines (SPEC section 4, paper section 7.2)."""
 
@@ -155,14 +153,14 @@ def _classical(base: ModelConfig, eps: float | None) -> MethodSetup:
     return MethodSetup(config=config)
 
 
-@register("ldpt", privacy=LOCAL_QDP, needs_eps=True,
+@register("ldpt", privacy=Kind.LOCAL_QDP, needs_eps=True,
           summary="section 3: calibrated channel, N_s shots, three-point injection")
 def _ldpt(base: ModelConfig, eps: float | None) -> MethodSetup:
     # needs_eps: setup_method has checked that eps is a number > 0
     cal = calibrate(eps, dim=base.dim, d_model=base.d_model)
     config = replace_config(base, use_quantum=True, p=cal.p, sigma=cal.sigma, inject=True)
     return MethodSetup(
-        config=config, privacy=LOCAL_QDP, eps_per_pass=eps,
+        config=config, privacy=Kind.LOCAL_QDP, eps_per_pass=eps,
         noise={"p": cal.p, "gamma": cal.gamma, "sigma": cal.sigma}, calibration=cal,
     )
 
@@ -178,15 +176,15 @@ def _ldpt_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
 # -- baselines (SPEC section 4) -------------------------------------------------------------
 
 
-@register("dpsgd", privacy=GLOBAL_DP, needs_eps=True,
+@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True,
           summary="classical + DP-SGD: per-window clipping C = 1, Poisson batches of 64, "
                   "Gaussian noise from Opacus's accountant for (eps, delta = 1e-6)")
 def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
-    return replace(_classical(base, None), privacy=GLOBAL_DP,
+    return replace(_classical(base, None), privacy=Kind.GLOBAL_DP,
                    dpsgd={"eps": eps, "delta": DELTA, "clip": 1.0})
 
 
-@register("dpsgd-tuned", privacy=GLOBAL_DP, needs_eps=True,
+@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True,
           summary="DP-SGD with batch 512, 50 epochs and a 5-epoch learning-rate warm-up "
                   "(paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -195,7 +193,7 @@ def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
                    training={"batch_size": 512, "epochs": 50, "warmup_epochs": 5})
 
 
-@register("dp-input", privacy=LOCAL_DP, needs_eps=True,
+@register("dp-input", privacy=Kind.LOCAL_DP, needs_eps=True,
           summary="classical + Gaussian noise on the z-scored input, Gaussian-mechanism sigma "
                   "(Delta = 1, delta = 1e-6), fresh on every pass")
 def _dp_input(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -207,7 +205,7 @@ def _dp_input(base: ModelConfig, eps: float | None) -> MethodSetup:
     if not 0 < eps < 1:
         notes.append(f"eq. 1's classical proof needs eps < 1; at eps = {eps:g} the Gaussian "
                      "sigma carries no proven guarantee")
-    return MethodSetup(config=config, privacy=LOCAL_DP, eps_per_pass=eps,
+    return MethodSetup(config=config, privacy=Kind.LOCAL_DP, eps_per_pass=eps,
                        noise={"input_sigma": sigma, "delta": DELTA}, notes=tuple(notes))
 
 
@@ -255,7 +253,7 @@ def _ablation(name: str, summary: str, **changes: Any) -> None:
                             notes=("the channel is removed: no privacy claim",))
         return setup
 
-    register(f"ldpt-{name}", privacy=LOCAL_QDP if keeps_channel else NO_PRIVACY,
+    register(f"ldpt-{name}", privacy=Kind.LOCAL_QDP if keeps_channel else NO_PRIVACY,
              needs_eps=True, summary=f"{summary} (Table 10 ablation)")(build)
 
 

@@ -24,11 +24,11 @@ from pathlib import Path
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import cache_root
-from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, replace_config
+from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
+from qpriv.privacy.claims import Kind
 from qpriv.runs.files import atomic_write_json
 
-RIGOROUS_KIND = "composed"
 RIGOROUS_UNITS = ("token", "window", "record")
 RIGOROUS_PRIVACY = ("rigorous (eps, delta) per record over training of the quantum features "
                     "the channel releases, trace-distance neighbourhood; the trained weights are "
@@ -111,7 +111,7 @@ def rigorous_setup(setup: MethodSetup, *, eps_total: float, delta: float, epochs
     ``epochs``, with per-window normalisation removed (the side channel closed)."""
 
     config = setup.config
-    if setup.privacy != LOCAL_QDP or not config.use_quantum or config.n_shots is None:
+    if setup.privacy != Kind.LOCAL_QDP or not config.use_quantum or config.n_shots is None:
         raise InvalidInputError(
             "--accounting rigorous calibrates the channel of an LDPT method with finite shots "
             "(ldpt or an ablation that keeps the channel); this method has none"

@@ -29,21 +29,26 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.data import DATASETS, file_sha256, load_forecasting_data
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
-    GLOBAL_DP,
-    LOCAL_DP,
-    LOCAL_QDP,
     MethodSetup,
     setup_method,
 )
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.rigorous import (
-    RIGOROUS_KIND,
     RIGOROUS_PRIVACY,
     TARGETS_NOTE,
     rigorous_setup,
     rigorous_summary,
 )
 from qpriv.privacy.calibration import MAX_EPS
+from qpriv.privacy.claims import (
+    COVERS_FEATURES_OVER_TRAINING,
+    COVERS_FEATURES_PER_PASS,
+    COVERS_INPUT_PER_PASS,
+    Accounting,
+    Kind,
+    PrivacyClaim,
+    Unit,
+)
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.runs.files import (
@@ -173,7 +178,7 @@ def run_forecast(
         raise InvalidInputError(f"accounting = {accounting!r} is not 'paper' or 'rigorous'")
     if delta is None:
         delta = DEFAULT_DELTA
-    elif not (setup.config.use_quantum and setup.privacy == LOCAL_QDP):
+    elif not (setup.config.use_quantum and setup.privacy == Kind.LOCAL_QDP):
         own = setup.dpsgd is not None or "delta" in setup.noise
         raise InvalidInputError(
             f"delta = {delta:g} cannot be set for method {method!r}: "
@@ -209,7 +214,7 @@ def run_forecast(
         rigorous_part = (
             {"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta)}
             if rigorous and setup.config.use_quantum and setup.config.p > 0
-            and setup.privacy in (LOCAL_QDP, RIGOROUS_PRIVACY) else {})
+            and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),
@@ -300,74 +305,89 @@ SCALER_NOTE = ("the data loader's z-score scaler (the training split's per-chann
 
 def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
              eps: float | None, delta: float) -> dict:
-    """The privacy part of a result: each number labelled with its kind and accounting."""
+    """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form."""
     notes = list(setup.notes)
     if setup.privacy == RIGOROUS_PRIVACY:
-        return {"privacy": setup.privacy, "eps_per_pass": None,
-                "eps_total": {"value": eps, "kind": RIGOROUS_KIND, "accounting": "rigorous",
-                              "delta": delta, "unit": "record", "epochs": epochs},
+        claim = PrivacyClaim(
+            value=eps, delta=delta, kind=Kind.COMPOSED, accounting=Accounting.RIGOROUS,
+            unit=Unit.RECORD, covers=COVERS_FEATURES_OVER_TRAINING,
+            notes=(TARGETS_NOTE, SCALER_NOTE), details={"epochs": epochs})
+        return {"privacy": setup.privacy, "eps_per_pass": None, "eps_total": claim.to_json(),
                 "p": setup.noise["p"], "gamma": setup.noise["gamma"],
                 "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,
                 "privacy_notes": notes}
-    if setup.privacy == GLOBAL_DP:
-        return {"privacy": setup.privacy, "eps_per_pass": None, "eps": strategy["eps"],
-                "noise_multiplier": strategy["noise_multiplier"], "privacy_notes": [
-                    *notes,
-                    "hyper-parameters and the validation split used for model selection are "
-                    "not accounted",
-                    "the unit is one window; one time step of the series lies in up to L + H "
-                    "overlapping windows, so a record-level guarantee follows only by group "
-                    "privacy over those windows",
-                    "RevIN statistics are per window and inside the clipped gradient: covered",
-                    "the guarantee covers the trained weights; the training history (loss per "
-                    "epoch, clipped fraction) is computed without noise and is not covered",
-                    SCALER_NOTE]}
-    if setup.privacy == LOCAL_DP:
+    if setup.privacy == Kind.GLOBAL_DP:
+        claim = PrivacyClaim.from_json(strategy["eps"])
+        claim_notes = [
+            "hyper-parameters and the validation split used for model selection are not "
+            "accounted",
+            "the unit is one window; one time step of the series lies in up to L + H "
+            "overlapping windows, so a record-level guarantee follows only by group privacy "
+            "over those windows",
+            "RevIN statistics are per window and inside the clipped gradient: covered",
+            "the training history (loss per epoch, clipped fraction) is computed without "
+            "noise and is not covered",
+            SCALER_NOTE]
+        return {"privacy": setup.privacy, "eps_per_pass": None,
+                "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
+                "noise_multiplier": strategy["noise_multiplier"],
+                "privacy_notes": [*notes, *claim_notes]}
+    if setup.privacy == Kind.LOCAL_DP:
         eps = setup.eps_per_pass
         delta = setup.noise["delta"]
-        label = {"accounting": "paper", "mechanism": "Gaussian (eq. 1), L2 sensitivity 1",
-                 "delta": delta}
+        mechanism = {"mechanism": "Gaussian (eq. 1), L2 sensitivity 1"}
+        per_pass = PrivacyClaim(
+            value=eps, delta=delta, kind=Kind.LOCAL_DP, accounting=Accounting.PAPER,
+            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS, notes=(SCALER_NOTE,),
+            details=mechanism)
+        composed = replace(
+            per_pass, value=basic_composition(eps, epochs=epochs), kind=Kind.COMPOSED,
+            details={**mechanism, "composition": "basic (eq. 16), training passes only",
+                     "delta_total": epochs * delta, "epochs": epochs})
         return {
             "privacy": setup.privacy,
-            "eps_per_pass": {"value": eps, "kind": LOCAL_DP, **label},
-            "eps_basic": {"value": basic_composition(eps, epochs=epochs), "kind": "composed",
-                          "composition": "basic (eq. 16), training passes only",
-                          "delta_total": epochs * delta, "epochs": epochs, **label},
+            "eps_per_pass": per_pass.to_json(),
+            "eps_basic": composed.to_json(),
             "sigma": setup.noise["input_sigma"],
             "privacy_notes": [*notes, SCALER_NOTE],
         }
-    if setup.privacy != LOCAL_QDP or setup.eps_per_pass is None:
+    if setup.privacy != Kind.LOCAL_QDP or setup.eps_per_pass is None:
         extra = {"sigma": setup.noise["sigma"]} if "sigma" in setup.noise else {}
         return {"privacy": setup.privacy, "eps_per_pass": None, **extra,
                 **({"privacy_notes": notes} if notes else {})}
     eps = setup.eps_per_pass
     cal = setup.calibration
-    label = {"accounting": "paper", "neighbourhood": f"trace distance d = {cal.d:g} (full norm)"}
+    bypass = ("RevIN's per-window mean and std reach the output without passing the channel "
+              "(a side channel)" if setup.config.normalisation == "revin" else
+              "normalisation fixed: no per-window statistic bypasses the channel")
+    claim_notes = (
+        "paper accounting counts one use of the channel per token and pass; the features "
+        "release N_s shots of every token, over all tokens and passes: see the rigorous "
+        "accounting",
+        TARGETS_NOTE, bypass, SCALER_NOTE)
+    neighbourhood = {"neighbourhood": f"trace distance d = {cal.d:g} (full norm)"}
+    per_pass = PrivacyClaim(
+        value=eps, kind=Kind.LOCAL_QDP, accounting=Accounting.PAPER, unit=Unit.TOKEN,
+        covers=COVERS_FEATURES_PER_PASS, notes=claim_notes, details=neighbourhood)
+    over_training = replace(per_pass, kind=Kind.COMPOSED, covers=COVERS_FEATURES_OVER_TRAINING)
     return {
         "privacy": setup.privacy,
-        "eps_per_pass": {"value": eps, "kind": LOCAL_QDP, **label},
-        "eps_basic": {"value": basic_composition(eps, epochs=epochs), "kind": "composed",
-                      "composition": "basic (eq. 16)", "epochs": epochs, **label},
-        "eps_advanced": {
-            "value": advanced_composition(eps, epochs=epochs, delta_prime=delta_prime),
-            "kind": "composed", "composition": "advanced (eq. 17)", "epochs": epochs,
-            "delta_prime": delta_prime, **label,
-        },
+        "eps_per_pass": per_pass.to_json(),
+        "eps_basic": replace(
+            over_training, value=basic_composition(eps, epochs=epochs),
+            details={**neighbourhood, "composition": "basic (eq. 16)", "epochs": epochs},
+        ).to_json(),
+        "eps_advanced": replace(
+            over_training,
+            value=advanced_composition(eps, epochs=epochs, delta_prime=delta_prime),
+            details={**neighbourhood, "composition": "advanced (eq. 17)", "epochs": epochs,
+                     "delta_prime": delta_prime},
+        ).to_json(),
         "p": setup.config.p,
         "gamma": cal.gamma,
         "sigma": setup.config.sigma,
         "calibration": cal.as_dict(),
-        "privacy_notes": [
-            *notes,
-            "paper accounting counts one use of the channel per token and pass; the features "
-            "release N_s shots of every token, over all tokens and passes: see the "
-            "rigorous accounting",
-            TARGETS_NOTE,
-            *(["RevIN's per-window mean and std reach the output without passing the channel "
-               "(a side channel)"] if setup.config.normalisation == "revin" else
-              ["normalisation fixed: no per-window statistic bypasses the channel"]),
-            SCALER_NOTE,
-        ],
+        "privacy_notes": [*notes, *claim_notes],
     }
 
 

@@ -42,7 +42,7 @@ import functools
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.linalg
@@ -63,6 +63,14 @@ from qpriv.privacy.calibration import (
     injection_sigma,
     lindblad_gamma,
 )
+from qpriv.privacy.claims import (
+    COVERS_FEATURES_OVER_TRAINING,
+    COVERS_FEATURES_PER_PASS,
+    Accounting,
+    Kind,
+    PrivacyClaim,
+    Unit,
+)
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
 from qpriv.progress import work_bar
@@ -77,6 +85,10 @@ DEFAULT_EPOCHS = 20
 DEFAULT_RESTARTS = 4
 
 UNITS = ("token", "token-training", "window", "record")
+CLAIM_UNITS = {"token": Unit.TOKEN, "token-training": Unit.TOKEN, "window": Unit.WINDOW,
+               "record": Unit.RECORD}
+"""The privacy unit of each composition scope (one token state is the unit of both ``token``
+and ``token-training``: they differ in how many of its releases are composed)."""
 """Units of privacy, from the paper's (one token state, one pass) to one record over training."""
 
 UNIT_DESCRIPTIONS = {
@@ -554,21 +566,29 @@ class RigorousEpsilon:
     step: float
     seconds: float
 
-    kind = "composed"
-    accounting = "rigorous"
+    kind = Kind.COMPOSED
+    accounting = Accounting.RIGOROUS
+
+    def claim(self, **details: object) -> PrivacyClaim:
+        """The (eps, delta) of this unit as a :class:`PrivacyClaim` (extra ``details`` kept)."""
+        return PrivacyClaim(
+            value=self.eps, delta=self.delta, kind=self.kind, accounting=self.accounting,
+            unit=CLAIM_UNITS[self.unit],
+            covers=(COVERS_FEATURES_PER_PASS if self.unit in ("token", "window")
+                    else COVERS_FEATURES_OVER_TRAINING),
+            details={"composed_over": self.unit, **details})
 
     def labelled(self) -> dict:
-        """``{"value", "kind", "accounting", "delta", "unit"}`` for reports."""
-        return {"value": self.eps, "kind": self.kind, "accounting": self.accounting,
-                "delta": self.delta, "unit": self.unit}
+        """The claim's JSON form, for reports."""
+        return self.claim().to_json()
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the pair as its source and trace distance)."""
         return {
             "unit": self.unit, "description": self.description, "eps": self.labelled(),
-            "eps_rdp": {"value": self.eps_rdp, "kind": self.kind, "accounting": self.accounting,
-                        "delta": self.delta, "unit": self.unit,
-                        "accountant": "exact discrete RDP, dp-accounting conversion"},
+            "eps_rdp": replace(self.claim(accountant="exact discrete RDP, dp-accounting "
+                                                     "conversion"),
+                               value=self.eps_rdp).to_json(),
             "count": self.count, "factors": [list(f) for f in self.factors], "p": self.p,
             "d": self.d, "dim": self.dim, "worst_pair": self.pair.source,
             "worst_pair_trace_distance_full": self.pair.trace_distance_full,
@@ -715,15 +735,15 @@ def account(
             row = evaluate_pairs(plan, pairs, p=p, delta=delta, d=d)
             rows.append(_with_seconds(row, row.seconds + searched))
             bar.update()
+    per_pass = _paper_per_pass(eps_s)
+    composed = replace(per_pass, kind=Kind.COMPOSED, covers=COVERS_FEATURES_OVER_TRAINING)
     paper = {
-        "eps_per_pass": {"value": eps_s, "kind": "local eps-QDP per pass",
-                         "accounting": "paper"},
-        "eps_basic": {"value": basic_composition(eps_s, epochs=epochs), "kind": "composed",
-                      "accounting": "paper", "epochs": epochs},
-        "eps_advanced": {"value": advanced_composition(eps_s, epochs=epochs,
-                                                       delta_prime=delta_prime),
-                         "kind": "composed", "accounting": "paper", "epochs": epochs,
-                         "delta_prime": delta_prime},
+        "eps_per_pass": per_pass.to_json(),
+        "eps_basic": replace(composed, value=basic_composition(eps_s, epochs=epochs),
+                             details={"epochs": epochs}).to_json(),
+        "eps_advanced": replace(
+            composed, value=advanced_composition(eps_s, epochs=epochs, delta_prime=delta_prime),
+            details={"epochs": epochs, "delta_prime": delta_prime}).to_json(),
         "note": "the paper's unit is one pass of one token state through the channel, once "
                 "per record per epoch; it counts neither the N_s shots nor the tokens and "
                 "windows that hold a record",
@@ -735,6 +755,12 @@ def account(
     return AccountingReport(p=p, eps_s=eps_s, eps_s_given=eps_s_given, paper=paper,
                             rows=tuple(rows),
                             settings=settings, seconds=time.perf_counter() - start)
+
+
+def _paper_per_pass(eps_s: float) -> PrivacyClaim:
+    """The LDPT paper's per-pass claim (Algorithm 1's eps_s) at ``eps_s``."""
+    return PrivacyClaim(value=eps_s, kind=Kind.LOCAL_QDP, accounting=Accounting.PAPER,
+                        unit=Unit.TOKEN, covers=COVERS_FEATURES_PER_PASS)
 
 
 # --- inverse calibration ----------------------------------------------------------------------
@@ -760,19 +786,13 @@ class RigorousCalibration:
     eps_s_paper: float
     notes: tuple[str, ...] = ()
 
-    kind = "composed"
-    accounting = "rigorous"
-
     def as_dict(self) -> dict:
-        """A JSON-ready dict with the epsilons labelled."""
+        """A JSON-ready dict with the epsilons as claims."""
         return {
-            "eps_target": {"value": self.eps_target, "kind": self.kind,
-                           "accounting": self.accounting, "delta": self.delta,
-                           "unit": self.unit},
+            "eps_target": replace(self.achieved.claim(), value=self.eps_target).to_json(),
             "unit": self.unit, "p": self.p, "gamma": self.gamma, "sigma": self.sigma,
             "t": self.t, "d_model": self.d_model, "achieved": self.achieved.as_dict(),
-            "eps_s_paper": {"value": self.eps_s_paper, "kind": "local eps-QDP per pass",
-                            "accounting": "paper"},
+            "eps_s_paper": _paper_per_pass(self.eps_s_paper).to_json(),
             "notes": list(self.notes),
         }
 

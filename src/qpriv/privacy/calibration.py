@@ -12,6 +12,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 
 from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.privacy.claims import Accounting, Kind
 from qpriv.privacy.theorems import check_dim, check_p, check_trace_distance
 
 #: The paper's defaults (section 4 and 7.2).
@@ -112,8 +113,8 @@ class Calibration:
     d_model: int
     notes: tuple[str, ...] = field(default=())
 
-    kind = "local eps-QDP per pass"
-    accounting = "paper"
+    kind = Kind.LOCAL_QDP
+    accounting = Accounting.PAPER
 
     def as_dict(self) -> dict:
         """A JSON-ready dict, with the epsilon's kind and accounting labelled."""

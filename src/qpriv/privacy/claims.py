@@ -43,7 +43,17 @@ from typing import Any
 from qpriv.errors import InvalidInputError
 
 
-class Kind(str, Enum):
+class _Word(str, Enum):
+    """An enum whose members print, format and serialise as their value (the word itself)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Kind(_Word):
     """What sort of guarantee a claim is. The values are the words every output uses."""
 
     LOCAL_QDP = "local eps-QDP per pass"
@@ -60,7 +70,7 @@ class Kind(str, Enum):
     """A per-pass or per-use guarantee composed over passes, shots, tokens or epochs."""
 
 
-class Accounting(str, Enum):
+class Accounting(_Word):
     """How the number was derived."""
 
     PAPER = "paper"
@@ -69,7 +79,7 @@ class Accounting(str, Enum):
     """An established accountant (Opacus RDP, dp-accounting PLD) on what is really released."""
 
 
-class Unit(str, Enum):
+class Unit(_Word):
     """Who is protected: what two neighbouring inputs differ in."""
 
     TOKEN = "token"
@@ -83,6 +93,15 @@ class Unit(str, Enum):
     EXAMPLE = "example"
     """One training example of a classifier, added or removed."""
 
+
+#: What a claim covers, in the words every output uses.
+COVERS_WEIGHTS = "the trained weights, and every forecast or prediction computed from them"
+COVERS_FEATURES_PER_PASS = ("the quantum features of one token on one pass (not the forecast "
+                            "targets, not the trained weights)")
+COVERS_FEATURES_OVER_TRAINING = ("the quantum features released over all training passes (not "
+                                 "the forecast targets, not the trained weights)")
+COVERS_INPUT_PER_PASS = ("the noised input of one pass (not the forecast targets, not the "
+                         "trained weights)")
 
 #: The unit a kind has when an entry of an older run does not name one.
 _LEGACY_UNITS = {Kind.LOCAL_QDP: Unit.TOKEN, Kind.CHANNEL_QDP: Unit.TOKEN,

@@ -29,11 +29,10 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
 from qpriv.training.memory import hold_freed_memory
 from qpriv.training.trainer import StepStrategy
-
-DP_KIND = "global (eps, delta)-DP"
 
 
 def trainable_parameters(model: nn.Module) -> dict[str, Tensor]:
@@ -256,9 +255,12 @@ class DPSGDStrategy(StepStrategy):
             "noise_multiplier": {"value": self.noise_multiplier, "kind": "DP-SGD noise "
                                  "multiplier", "accounting": "rigorous",
                                  "accountant": ACCOUNTANTS[self.accountant]},
-            "eps": {"value": spent, "target": self.target_eps, "delta": self.delta,
-                    "kind": DP_KIND, "accounting": "rigorous",
-                    "accountant": ACCOUNTANTS[self.accountant],
-                    "neighbourhood": "add or remove one training window (all its channels)",
-                    "sampling": f"Poisson, rate q = {self.sample_rate:.6g}"},
+            "eps": PrivacyClaim(
+                value=spent, delta=self.delta, kind=Kind.GLOBAL_DP,
+                accounting=Accounting.RIGOROUS, unit=Unit.WINDOW, covers=COVERS_WEIGHTS,
+                details={"target": self.target_eps, "accountant": ACCOUNTANTS[self.accountant],
+                         "neighbourhood": "add or remove one training window (all its "
+                                          "channels)",
+                         "sampling": f"Poisson, rate q = {self.sample_rate:.6g}"},
+            ).to_json(),
         }

@@ -41,9 +41,9 @@ import torch
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.forecasting.data import ForecastData
 from qpriv.forecasting.methods import LOCAL_QDP
 from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
+from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, hybrid_composition

@@ -60,9 +60,9 @@ from torch import Tensor
 from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.quantum.states import amplitude_encode_with_mask
 
 REVIN = "RevIN statistics"

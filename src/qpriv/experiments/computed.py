@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from qpriv.experiments.grid import PAPER_EPS, Budget
-from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.calibration import calibrate
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, paper_noise_multiplier_table

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import cache_root
+from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import LOCAL_QDP, MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
 from qpriv.runs.files import atomic_write_json
@@ -40,8 +40,8 @@ FORMAT = 1
 
 
 def accounting_cache_dir() -> Path:
-    """:func:`~qpriv.forecasting.data.cache_root` ``/ "accounting"`` (``~/.cache/qpriv/accounting``
-    on Linux)."""
+    """:func:`~qpriv.forecasting.datasets.cache_root` ``/ "accounting"``
+    (``~/.cache/qpriv/accounting`` on Linux)."""
     return cache_root() / "accounting"
 
 

@@ -26,7 +26,7 @@ import torch
 
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import DATASETS, file_sha256, load_forecasting_data
+from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
     GLOBAL_DP,
@@ -43,6 +43,7 @@ from qpriv.forecasting.rigorous import (
     rigorous_setup,
     rigorous_summary,
 )
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
@@ -106,7 +107,7 @@ def run_forecast(
 
     Args:
         dataset, csv, columns, data_dir, max_train_windows, max_eval_windows: the data, as in
-            :func:`qpriv.forecasting.data.load_forecasting_data`.
+            :func:`qpriv.forecasting.windows.load_forecasting_data`.
         horizon: forecast length H >= 1. seq_len: look-back L (336 in the paper).
         method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
             ``ldpt``, ``ldpt-clean``, ...

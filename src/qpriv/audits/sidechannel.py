@@ -2,7 +2,7 @@
 
 LDPT's privacy claim (local eps-QDP per pass, Theorems 1-3) covers what the model learns about a
 window through the quantum channel, i.e. through the amplitude-encoded state of each token.
-Anything else that carries the window to the output is a side channel (SPEC sections 2 and 8.4):
+Anything else that carries the window to the output is a side channel, outside the claim:
 RevIN's per-window mean and std, restored at the output; the classical embedding x_cl, which
 reaches the attention with weight 1 - g when the gate g is below 1; and whatever a later change
 to the model adds.
@@ -332,10 +332,11 @@ def sidechannel_audit(
 ) -> SideChannelReport:
     """Audit ``model`` for paths from the raw window to the forecast that bypass the channel.
 
-    SPEC section 2 (side-channel audit) and 8.4; the method is in the module docstring.
+    The method is in the module docstring.
 
     Args:
-        model: an :class:`~qpriv.forecasting.model.LDPTForecaster` (any method of SPEC 4).
+        model: an :class:`~qpriv.forecasting.model.LDPTForecaster` (any method of
+            :mod:`qpriv.forecasting.methods`).
         windows: raw input windows ``(B, L, C)`` as the model reads them (z-scored by the
             training split's statistics); a few (e.g. 16) suffice, the audit is structural.
         seed: the noise seed of every pass (and of the probes' random factors).

@@ -1,4 +1,4 @@
-"""Rigorous accounting of a forecasting run's LDPT feature path (SPEC section 2, issue 6).
+"""Rigorous accounting of a forecasting run's LDPT feature path, beside the paper's.
 
 Two services for :func:`qpriv.forecasting.run.run_forecast`:
 

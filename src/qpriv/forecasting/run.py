@@ -112,9 +112,9 @@ def run_forecast(
         method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
             ``ldpt``, ``ldpt-clean``, ...
         eps: per-pass budget eps_s > 0 for methods that calibrate to one (ignored otherwise).
-        epochs, seed, eval_passes: the protocol (SPEC section 5); ``epochs`` None takes the
-            method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate warm-up
-            shrinks in proportion when ``epochs`` is below the method's own.
+        epochs, seed, eval_passes: the protocol (the LDPT paper, section 7.2); ``epochs`` None
+            takes the method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate
+            warm-up shrinks in proportion when ``epochs`` is below the method's own.
         batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
@@ -374,7 +374,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
 
 def _feature_counts(model: LDPTForecaster) -> dict:
     """How many tokens went through the channel in this process, and how many had no
-    direction (encoded as the uniform superposition, SPEC section 1)."""
+    direction (encoded as the uniform superposition)."""
     if model.features is None:
         return {}
     stats = model.features.stats

@@ -17,9 +17,9 @@ import torch
 from _timing import best_seconds_interleaved, run_benchmark
 
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.trainer import StepStrategy
 

@@ -26,9 +26,9 @@ from torch.utils.flop_counter import (
 )
 
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.training import TrainConfig, Trainer
 
 PAPER_TRAIN_WINDOWS = 8281

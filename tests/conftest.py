@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from qpriv.forecasting.data import DATA_DIR_ENV, cache_dir
+from qpriv.forecasting.datasets import DATA_DIR_ENV, cache_dir
 from qpriv.forecasting.run import run_forecast
 
 # The ETT tests read $QPRIV_DATA_DIR; where it is unset but the files sit in the user cache

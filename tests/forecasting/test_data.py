@@ -1,4 +1,5 @@
-"""Tests of qpriv.forecasting.data: locating, loading, splitting, scaling and windowing.
+"""Tests of qpriv.forecasting.datasets, .csv_input and .windows: locating, loading, splitting,
+scaling and windowing.
 
 Tests on the real ETT files read ``$QPRIV_DATA_DIR`` and skip when it does not hold them.
 Everything else runs on small CSVs written to tmp dirs; the download path runs against a local
@@ -22,25 +23,31 @@ import pytest
 import torch
 
 from qpriv.errors import InvalidInputError
-from qpriv.forecasting import data as fdata
-from qpriv.forecasting.data import (
+from qpriv.forecasting import datasets as fdatasets
+from qpriv.forecasting.csv_input import load_frame
+from qpriv.forecasting.datasets import (
+    CUSTOM,
+    DATA_DIR_ENV,
     DATASETS,
+    ETT_HOURLY,
     DatasetSpec,
+    cache_dir,
+    locate_dataset,
+)
+from qpriv.forecasting.windows import (
+    ForecastData,
     WindowDataset,
     ZScoreScaler,
-    cache_dir,
     load_forecasting_data,
-    load_frame,
-    locate_dataset,
     split_rows,
 )
 
-_REAL_DIR = os.environ.get(fdata.DATA_DIR_ENV, "")
+_REAL_DIR = os.environ.get(DATA_DIR_ENV, "")
 
 
 def _real_dir(filename: str = "ETTh1.csv") -> Path:
     if not _REAL_DIR or not (Path(_REAL_DIR) / filename).is_file():
-        pytest.skip(f"real ETT data not available: set {fdata.DATA_DIR_ENV} to the ETT-small dir")
+        pytest.skip(f"real ETT data not available: set {DATA_DIR_ENV} to the ETT-small dir")
     return Path(_REAL_DIR)
 
 
@@ -75,7 +82,7 @@ def _register(monkeypatch: pytest.MonkeyPatch, payload: bytes, **fields: str) ->
         filename="tiny.csv",
         sha256=fields.get("sha256", hashlib.sha256(payload).hexdigest()),
         url=fields.get("url", "http://127.0.0.1:9/tiny.csv"),
-        split=fdata.CUSTOM,
+        split=CUSTOM,
     )
     monkeypatch.setitem(DATASETS, "Tiny", spec)
     return spec
@@ -84,12 +91,12 @@ def _register(monkeypatch: pytest.MonkeyPatch, payload: bytes, **fields: str) ->
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No QPRIV_DATA_DIR, a fresh user cache under tmp_path, no proxies; returns the cache."""
-    monkeypatch.delenv(fdata.DATA_DIR_ENV, raising=False)
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("no_proxy", "*")
-    monkeypatch.setattr(fdata, "_DIGESTS", {})
+    monkeypatch.setattr(fdatasets, "_DIGESTS", {})
     return tmp_path / "xdg" / "qpriv" / "data"
 
 
@@ -136,7 +143,7 @@ def server(tmp_path: Path) -> Iterator[_Server]:
 
 
 @pytest.fixture(scope="module")
-def etth1() -> fdata.ForecastData:
+def etth1() -> ForecastData:
     directory = _real_dir()
     return load_forecasting_data("ETTh1", data_dir=directory, allow_download=False)
 
@@ -149,7 +156,7 @@ def test_real_files_pass_their_checksums(name: str) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == DATASETS[name].sha256
 
 
-def test_etth1_window_counts_h24(etth1: fdata.ForecastData) -> None:
+def test_etth1_window_counts_h24(etth1: ForecastData) -> None:
     assert (len(etth1.train), len(etth1.val), len(etth1.test)) == (8281, 2857, 2857)
     assert etth1.split == ((0, 8640), (8640 - 336, 11520), (11520 - 336, 14400))
     assert etth1.channels == ("HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT")
@@ -168,7 +175,7 @@ def test_window_counts_h168_are_the_papers_etth2_counts(name: str) -> None:
     assert (len(data.train), len(data.val), len(data.test)) == (8137, 2713, 2713)
 
 
-def test_scaler_is_fitted_on_train_rows_only(etth1: fdata.ForecastData) -> None:
+def test_scaler_is_fitted_on_train_rows_only(etth1: ForecastData) -> None:
     raw = pd.read_csv(etth1.source).drop(columns="date").to_numpy(dtype=np.float64)
     np.testing.assert_allclose(etth1.scaler.mean, raw[:8640].mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(etth1.scaler.std, raw[:8640].std(axis=0), rtol=1e-12)
@@ -181,7 +188,7 @@ def test_scaler_is_fitted_on_train_rows_only(etth1: fdata.ForecastData) -> None:
         assert (rows.std(0) - 1).abs().max() > 0.05
 
 
-def test_windows_are_contiguous_in_the_scaled_series(etth1: fdata.ForecastData) -> None:
+def test_windows_are_contiguous_in_the_scaled_series(etth1: ForecastData) -> None:
     raw = pd.read_csv(etth1.source).drop(columns="date").to_numpy(dtype=np.float64)
     scaled = torch.from_numpy(
         ((raw - raw[:8640].mean(axis=0)) / raw[:8640].std(axis=0)).astype(np.float32)
@@ -204,7 +211,7 @@ def test_windows_are_contiguous_in_the_scaled_series(etth1: fdata.ForecastData) 
 
 def test_custom_csv_split_is_70_10_20_with_lookback(tmp_path: Path) -> None:
     data = load_forecasting_data(csv=_write_csv(tmp_path / "s.csv", 200), seq_len=10, horizon=5)
-    assert data.convention == fdata.CUSTOM and data.dataset == "s"
+    assert data.convention == CUSTOM and data.dataset == "s"
     assert data.split == ((0, 140), (130, 160), (150, 200))
     assert (len(data.train), len(data.val), len(data.test)) == (126, 16, 36)
     # 'ramp' is the row number: unscaled windows give back the rows they cover
@@ -412,7 +419,7 @@ def test_series_too_short_for_window_names_l_h_rows_and_minimum(tmp_path: Path) 
     with pytest.raises(InvalidInputError, match=r"train split has 70 rows.*at least 80 rows"):
         load_forecasting_data(csv=path, seq_len=60, horizon=20)
     with pytest.raises(InvalidInputError, match="needs 14400 rows"):
-        split_rows(1000, seq_len=336, horizon=24, convention=fdata.ETT_HOURLY)
+        split_rows(1000, seq_len=336, horizon=24, convention=ETT_HOURLY)
 
 
 @pytest.mark.parametrize(
@@ -475,7 +482,7 @@ def test_search_order_explicit_then_env_then_cache(
         directory.mkdir(parents=True)
         (directory / "tiny.csv").write_bytes(tiny_payload)
         places[place] = directory / "tiny.csv"
-    monkeypatch.setenv(fdata.DATA_DIR_ENV, str(tmp_path / "env"))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "env"))
 
     assert (
         locate_dataset("Tiny", path=tmp_path / "explicit", allow_download=False)
@@ -488,7 +495,7 @@ def test_search_order_explicit_then_env_then_cache(
     assert locate_dataset("Tiny", allow_download=False) == places["env"]
     places["env"].unlink()
     assert locate_dataset("Tiny", allow_download=False) == places["cache"]
-    monkeypatch.delenv(fdata.DATA_DIR_ENV)
+    monkeypatch.delenv(DATA_DIR_ENV)
     assert locate_dataset("Tiny", allow_download=False) == places["cache"]
     # the front door goes through the same search and uses the registry's split
     data = load_forecasting_data("Tiny", data_dir=tmp_path / "explicit", seq_len=4, horizon=2)
@@ -515,13 +522,13 @@ def test_local_checksum_is_computed_once_per_file_version(
     path = tmp_path / "tiny.csv"
     path.write_bytes(tiny_payload)
     calls = []
-    real = fdata._sha256_file
+    real = fdatasets._sha256_file
 
     def counting(p: Path) -> str:
         calls.append(p)
         return real(p)
 
-    monkeypatch.setattr(fdata, "_sha256_file", counting)
+    monkeypatch.setattr(fdatasets, "_sha256_file", counting)
     for _ in range(3):
         locate_dataset("Tiny", path=path, allow_download=False)
     assert len(calls) == 1
@@ -536,7 +543,7 @@ def test_offline_without_file_lists_every_place_and_the_fixes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: Path, tiny_payload: bytes
 ) -> None:
     spec = _register(monkeypatch, tiny_payload)
-    monkeypatch.setenv(fdata.DATA_DIR_ENV, str(tmp_path / "envdir"))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "envdir"))
     with pytest.raises(InvalidInputError) as info:
         locate_dataset("Tiny", path=tmp_path / "given", allow_download=False)
     message = str(info.value)
@@ -546,12 +553,12 @@ def test_offline_without_file_lists_every_place_and_the_fixes(
         str(isolated / "tiny.csv"),
         spec.url,
         "disabled",
-        f"set {fdata.DATA_DIR_ENV}",
+        f"set {DATA_DIR_ENV}",
         "--data-dir",
         "internet access",
     ):
         assert part in message
-    monkeypatch.delenv(fdata.DATA_DIR_ENV)
+    monkeypatch.delenv(DATA_DIR_ENV)
     with pytest.raises(InvalidInputError, match=r"\$QPRIV_DATA_DIR: \(not set\)"):
         locate_dataset("Tiny", allow_download=False)
 
@@ -608,7 +615,7 @@ def test_an_unwritable_cache_is_named_not_blamed_on_the_network(
     blocker = tmp_path / "afile"
     blocker.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
-    monkeypatch.delenv(fdata.DATA_DIR_ENV, raising=False)
+    monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     _register(monkeypatch, tiny_payload, url=f"{server.url}/tiny.csv")
     with pytest.raises(InvalidInputError, match=r"the user cache .*afile/qpriv/data cannot be "
                                                 r"written .*set XDG_CACHE_HOME"):
@@ -624,7 +631,7 @@ def test_a_timeout_while_reading_is_the_networks_not_the_caches(
     def stalled(spec, target):
         raise TimeoutError("The read operation timed out")
 
-    monkeypatch.setattr(fdata, "_download", stalled)
+    monkeypatch.setattr(fdatasets, "_download", stalled)
     with pytest.raises(InvalidInputError, match=r"download from .*: failed \(The read "
                                                 r"operation timed out\).*internet access"):
         locate_dataset("Tiny")
@@ -635,7 +642,7 @@ def test_a_data_dir_variable_naming_a_file_says_so(
 ) -> None:
     _register(monkeypatch, tiny_payload)
     (tmp_path / "tiny.csv").write_bytes(tiny_payload)
-    monkeypatch.setenv(fdata.DATA_DIR_ENV, str(tmp_path / "tiny.csv"))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "tiny.csv"))
     with pytest.raises(InvalidInputError, match=r"\$QPRIV_DATA_DIR: .*tiny.csv/tiny.csv \(not "
                                                 r"found: .*tiny.csv is a file, not a directory"):
         locate_dataset("Tiny", allow_download=False)

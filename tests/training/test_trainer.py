@@ -11,9 +11,9 @@ import torch
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import WindowDataset
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.windows import WindowDataset
 from qpriv.runs.files import read_json_object, remove_stale_temporaries
 from qpriv.training import (
     StepStrategy,

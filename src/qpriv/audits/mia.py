@@ -1,4 +1,4 @@
-"""Loss-threshold membership inference (LDPT paper section 7.11, Table 9; SPEC section 5).
+"""Loss-threshold membership inference (the LDPT paper, section 7.11, Table 9).
 
 The attacker sees the per-sample loss of each window under the trained model and guesses
 whether the window was a training window (member) or not (non-member). As in the paper, a

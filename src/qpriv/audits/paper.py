@@ -12,7 +12,7 @@
    noise recalibrated along a ladder of eps is reported for information).
 6. Fidelity tracks eps (Table 7): the fidelity of the run's real token states through the
    simulated Lindblad channel rises with eps and equals ``1 - p + p / D``; Table 7's printed
-   values sit beside it (SPEC 8.1: they are not this channel's).
+   values sit beside it (they are not this channel's).
 
 Every audit returns an :class:`AuditResult` with its status (``pass``, ``fail`` or ``not
 applicable`` with the reason: a run that claims no privacy is never reported as passing a
@@ -41,8 +41,8 @@ import torch
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.forecasting.data import ForecastData
 from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
+from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind
 from qpriv.privacy.composition import advanced_composition, basic_composition
@@ -65,7 +65,7 @@ TABLE2_TAUS = (0.001, 0.01, 0.05, 0.1, 0.5)
 TABLE2_PAIRS = 1400
 #: Relative tolerance of a recomputed closed form (audits 1 and 3).
 RELATIVE_TOLERANCE = 1e-12
-#: Tolerance of the propagator's fidelity against 1 - p + p/D (SPEC section 1: 1e-10).
+#: Tolerance of the propagator's fidelity against the closed form 1 - p + p/D.
 FIDELITY_TOLERANCE = 1e-10
 #: Longest horizon at which the paper claims MSE monotone in eps (section 7.6: 24, 48, 96).
 SHORT_HORIZON = 96
@@ -292,7 +292,7 @@ def audit_trace_distance(
 
 def audit_composition(run: LoadedRun) -> AuditResult:
     """Audit 3: eq. 5, ``1 - (1 - eps_ch)(1 - eps_me) = eps_s`` for the run's calibration (where
-    eps_me is defined: eps_ch < 1, SPEC 8.3), and the recorded composed budgets equal eq. 16
+    eps_me is defined: eps_ch < 1), and the recorded composed budgets equal eq. 16
     (``T eps_s``) and eq. 17 (advanced, with the recorded delta') recomputed."""
     if not run.claims_local_qdp:
         return _not_applicable(3, _no_claim_reason(run))
@@ -561,7 +561,8 @@ def audit_fidelity_tracks_eps(
     QuTiP-built propagator at gamma(eps)) and their fidelity <psi|E(psi)|psi> measured. Passes
     if the mean fidelity rises strictly with eps and every state's fidelity equals
     ``1 - p + p / D`` to 1e-10. Table 7's printed fidelities are reported beside, not checked
-    (SPEC 8.1). ``data`` may be None only for a run that claims no local eps-QDP."""
+    (they are not this channel's). ``data`` may be None only for a run that claims no local
+    eps-QDP."""
     if not run.claims_local_qdp:
         return _not_applicable(6, _no_claim_reason(run))
     ladder = _check_ladder(ladder)

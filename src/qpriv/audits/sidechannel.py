@@ -2,7 +2,7 @@
 
 LDPT's privacy claim (local eps-QDP per pass, Theorems 1-3) covers what the model learns about a
 window through the quantum channel, i.e. through the amplitude-encoded state of each token.
-Anything else that carries the window to the output is a side channel (SPEC sections 2 and 8.4):
+Anything else that carries the window to the output is a side channel, outside the claim:
 RevIN's per-window mean and std, restored at the output; the classical embedding x_cl, which
 reaches the attention with weight 1 - g when the gate g is below 1; and whatever a later change
 to the model adds.
@@ -60,9 +60,9 @@ from torch import Tensor
 from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import load_forecasting_data
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.quantum.states import amplitude_encode_with_mask
 
@@ -333,10 +333,11 @@ def sidechannel_audit(
 ) -> SideChannelReport:
     """Audit ``model`` for paths from the raw window to the forecast that bypass the channel.
 
-    SPEC section 2 (side-channel audit) and 8.4; the method is in the module docstring.
+    The method is in the module docstring.
 
     Args:
-        model: an :class:`~qpriv.forecasting.model.LDPTForecaster` (any method of SPEC 4).
+        model: an :class:`~qpriv.forecasting.model.LDPTForecaster` (any method of
+            :mod:`qpriv.forecasting.methods`).
         windows: raw input windows ``(B, L, C)`` as the model reads them (z-scored by the
             training split's statistics); a few (e.g. 16) suffice, the audit is structural.
         seed: the noise seed of every pass (and of the probes' random factors).

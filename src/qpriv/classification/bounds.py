@@ -1,4 +1,4 @@
-"""The private-training paper's theorems, made executable (section 3; SPEC section 6).
+"""The private-training paper's theorems, made executable (section 3).
 
 * Theorem 3.2 (deterministic clipping-bias bound): for U(theta) = prod_j exp(-i theta_j H_j),
   observables O_k and cross-entropy on the logits <O_k> / tau, every per-example gradient obeys

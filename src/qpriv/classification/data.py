@@ -1,4 +1,5 @@
-"""Classification data (SPEC section 6): the synthetic tabular task, digits, an image folder.
+"""Classification data of the private-training paper: the synthetic tabular task, digits, an
+image folder.
 
 A task is named by a string:
 

@@ -1,4 +1,4 @@
-"""The classifiers of the private-training paper (section 4; SPEC section 6).
+"""The classifiers of the private-training paper (section 4).
 
 * :class:`TanhMLP`: fully connected layers with tanh (tempered sigmoids train best under DP-SGD,
   the paper's ref. [13]).
@@ -124,7 +124,7 @@ class QuantumClassifier(nn.Module):
     """Variational quantum classifier (paper Definition 1 and section 4): logits <Z_k> / tau.
 
     ``x (B, F)`` (images are flattened) is zero-padded to D = 2^n and amplitude-encoded
-    (psi = x / ||x||_2; a zero vector becomes the uniform superposition, SPEC section 1), then
+    (psi = x / ||x||_2; a zero vector becomes the uniform superposition), then
     the ansatz of :class:`qpriv.quantum.circuits.VariationalCircuit` with ``n_layers`` layers
     is applied and Z is read out on the first K = ``n_classes`` qubits. n is the smallest
     number of qubits with 2^n >= F and n >= K, unless given.

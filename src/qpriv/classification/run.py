@@ -128,7 +128,8 @@ def train_classifier(
             Adam steps per level.
         unclipped_reference: also train the same initial model without clipping or noise on
             the same batches, and report each epoch's distance from its training loss.
-        diagnostics: compute the per-epoch gradient diagnostics (SPEC section 6).
+        diagnostics: compute the per-epoch gradient diagnostics
+            (:mod:`qpriv.classification.diagnostics`).
         validation: hold out this share of the training split (stratified, fixed seed) and
             evaluate on it instead of the test split: the run a learning rate is tuned by
             (:mod:`qpriv.classification.tuning`). ``accuracy`` is then the validation

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from qpriv.experiments.grid import PAPER_EPS, Budget
-from qpriv.forecasting.data import load_forecasting_data
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.calibration import calibrate
 from qpriv.privacy.claims import Accounting, Kind
 from qpriv.privacy.composition import advanced_composition, basic_composition
@@ -60,7 +60,7 @@ def trace_distance_table(*, budget: Budget, data_dir: str | Path | None = None,
 
 def calibration_table(*, budget: Budget, **_: object) -> list[dict]:
     """Table 7: Algorithm 1 at each eps_s, with the true fidelity 1 - p + p / D beside the
-    paper's printed one (SPEC 8.1); eps_me is None where it is undefined (eps_ch >= 1)."""
+    paper's printed one; eps_me is None where it is undefined (eps_ch >= 1)."""
     rows = []
     for eps in PAPER_EPS:
         cal = calibrate(eps)

@@ -1,16 +1,15 @@
 """The LDPT paper's tables and figures as data: every number as printed, for comparison only.
 
-Source: ``papers/ldpt-feature-path-privacy.txt`` (the LDPT paper). Each of Tables 1-16, A1-A6 and
-Figures 3-4 is one :class:`PaperTable` in :data:`PAPER_TABLES`, in long form: one row per
-(dataset, horizon, method, eps) cell, so a run of ours joins a paper row on the same keys
-(:func:`qpriv.experiments.runner.join_paper`).
+Source: the LDPT paper. Each of Tables 1-16, A1-A6 and Figures 3-4 is one :class:`PaperTable`
+in :data:`PAPER_TABLES`, in long form: one row per (dataset, horizon, method, eps) cell, so a run
+of ours joins a paper row on the same keys (:func:`qpriv.experiments.runner.join_paper`).
 
-Numbers are transcribed exactly as printed, including the paper's errors (SPEC section 8):
+Numbers are transcribed exactly as printed, including the paper's errors:
 ``"14,859"`` -> ``14859``, ``"+5.8"`` (a percentage) -> ``5.8``, ``"−2798"`` -> ``-2798.0``, a
 ``"—"`` cell -> ``None``. Approximate cells (``"≈18 K"``, ``"∼40%"``, ``"<2%"``) become their
 nominal number (``18000.0``, ``40.0``, ``2.0``) and the row's ``flags`` label says what was
 printed; a dagger (model diverged) is noted there too. Nothing is corrected here: our code
-reports the true values beside these (e.g. Table 7's fidelities, SPEC 8.1). Doubts about a
+reports the true values beside these (e.g. Table 7's fidelities). Doubts about a
 table are in its ``notes``.
 
 Method names are ours (:data:`qpriv.forecasting.methods.METHODS`): Classical -> ``classical``,
@@ -43,8 +42,9 @@ Text columns are listed in ``labels``: ``flags`` (what an approximate or marked 
 Tables whose text is ambiguous or inconsistent (details in each table's ``notes``): table1, table3
 and table6 (the eps_s = 5.0 composed bound is only "≈14,900" / "≈14.9 K"); table4 vs table8 (the
 DP-SGD validation losses and best epochs disagree); table5 vs tableA4 (LDPT ETTh1 eps = 0.1 at
-H = 168, 336, 720); table7 (fidelities and eps_me, SPEC 8.1-8.3); table9 and tableA6 (the diverged
-Bottleneck-DP row is approximate; the MIA ordering claimed in the text does not hold);
+H = 168, 336, 720); table7 (its fidelities are not the depolarizing channel's; eps_me is
+undefined once eps_ch >= 1); table9 and tableA6 (the diverged Bottleneck-DP row is approximate;
+the MIA ordering claimed in the text does not hold);
 table10 (approximate separations); tableA1 (the group header is misaligned); tableA2 (not in the
 text at all: its rows are the ETTh2 numbers Section 7.10 quotes without a table); figure3 and
 figure4 (no caption or plotted values in the text: their rows are the tables' numbers for the

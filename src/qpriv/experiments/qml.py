@@ -1,6 +1,6 @@
 """The private-training paper's Figures 2-10 as declared grids of classifier runs.
 
-Source: ``papers/private-training-qml.txt`` (section 4) and SPEC sections 6-7. Every figure is a
+Source: the private-training paper, section 4. Every figure is a
 grid of :func:`qpriv.classification.run.train_classifier` configurations (model x C x batch x
 eps x seed); each finished configuration is kept as one JSON file in
 ``<out>/cells/<budget>/qml/<key>.json`` and read back, never recomputed, so the runs of one
@@ -42,7 +42,7 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 * C grid :data:`CLIPS`: the text names C = 10 ("unclipped or minimally clipped"), C <= 1.5 and
   C = 1.5; we use 0.5, 1, 1.5, 3, 10. Batch sizes :data:`BATCHES`: only |B| = 64 is named; we
   sweep 32, 64, 128. Budgets :data:`EPS` (Figure 7): only eps = 10 is named; we use 1, 3, 10
-  with delta = 1e-5 (not stated), Poisson sampling and Opacus's RDP accountant (SPEC 2, 6).
+  with delta = 1e-5 (not stated), Poisson sampling and Opacus's RDP accountant.
   Figure 7's batch size: 64 (not stated; the deep dives' value).
 * Optimiser: "tuned for each configuration separately", with no values. We use plain SGD (the
   paper's DP-SGD; no momentum). Each model has a base rate (:data:`LEARNING_RATES`, from a
@@ -82,7 +82,7 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 * Figure 8's models: the text names only C = 1.5 and eps = 10; we show the MLP and the
   quantum classifier, as in Figures 3-6, at |B| = 64. The MSE uses the Poisson-sampling form
   (:mod:`qpriv.classification.diagnostics`), the sampling the accountant assumes.
-* Figure 10: the Honda Scenes set is not redistributable (SPEC 6): scikit-learn's digits
+* Figure 10: the Honda Scenes set is not redistributable: scikit-learn's digits
   (8x8, classes 0-3, 576 training images). The CNN has 492 parameters, the quantum image
   classifier 504 (28 layers on 6 qubits, after the frozen hierarchical loaders). C, eps and
   |B| are not stated: C = 1.5, eps = 10, |B| = 64, as in Figure 8.

@@ -1,6 +1,6 @@
 """The experiment registry: every table and figure of the LDPT paper as a declared grid.
 
-An experiment is data, not a script (STYLE.md, "Experiments: declared, not copied"): the cells
+An experiment is data, not a script (declared once, never a copied loop): the cells
 it trains (method x eps x dataset x horizon x seed, with model overrides), the metrics it
 tabulates, or, for the tables that need no training, the function that computes its rows. One
 runner (:mod:`qpriv.experiments.runner`) runs any of them, skipping finished cells; cells are

@@ -28,7 +28,7 @@ from qpriv.experiments.figures import FIGURES
 from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
-from qpriv.forecasting.data import locate_dataset
+from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import METHODS
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind

@@ -23,10 +23,11 @@ from typing import Any
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import DATASETS, ForecastData, file_sha256, load_forecasting_data
+from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.methods import replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
+from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.training.trainer import BEST

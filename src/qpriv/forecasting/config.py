@@ -1,6 +1,6 @@
-"""The frozen configuration of the LDPT forecaster's backbone (SPEC section 3, paper section 7.2).
+"""The frozen configuration of the LDPT forecaster's backbone (the LDPT paper, sections 5 and 7.2).
 
-One :class:`ModelConfig` describes every method of SPEC section 4: the methods differ only in
+One :class:`ModelConfig` describes every method, LDPT and its baselines: they differ only in
 which fields they set (see :mod:`qpriv.forecasting.methods`). Every field is checked when the
 config is built, so a bad value fails before any data is loaded or any file is written.
 """
@@ -41,12 +41,13 @@ class ModelConfig:
     fixed map applied to qf before W_proj and the conditioning MLPs: ``"centred"`` (default,
     see :class:`~qpriv.forecasting.layers.QuantumFeatures`) or ``"raw"`` (the frequencies and
     purity as measured). ``normalisation`` is ``"revin"`` (the paper: each window z-scored with
-    its own mean and std, restored at the output; those statistics bypass the channel, SPEC
-    8.4) or ``"fixed"`` (no per-window statistics: the series enters as the data loader scaled
-    it, with the training split's statistics; RevIN's data-independent affine map stays).
+    its own mean and std, restored at the output; those statistics bypass the channel: a side
+    channel) or ``"fixed"`` (no per-window statistics: the series enters as the data loader
+    scaled it, with the training split's statistics; RevIN's data-independent affine map
+    stays).
     ``input_noise`` is the standard deviation of Gaussian noise added to every value of the
     (z-scored) input window on every pass, before anything else reads it (the DP-Input
-    baseline, SPEC section 4).
+    baseline of the LDPT paper, section 7.2).
     """
 
     seq_len: int = 336
@@ -145,7 +146,7 @@ class ModelConfig:
     @property
     def conditioned(self) -> bool:
         """Whether QC-AdaLN reads the quantum features (eq. 12). Without the quantum path the
-        conditioning vector is zero and QC-AdaLN is LayerNorm (SPEC section 4, ``classical``)."""
+        conditioning vector is zero and QC-AdaLN is LayerNorm (the ``classical`` method)."""
         return self.use_quantum and self.norm == "qc-adaln"
 
     @property

@@ -1,4 +1,4 @@
-"""The boxes of the LDPT pipeline (paper Figure 1, section 5; SPEC section 3), one module each.
+"""The boxes of the LDPT pipeline (LDPT paper, Figure 1 and section 5), one module each.
 
 Shape convention: every tensor keeps the window as its leading axis and the channel as its
 second, ``(B, C, T, d)`` for token streams, so that per-window (per-sample) gradient clipping sees

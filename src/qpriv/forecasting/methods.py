@@ -1,4 +1,5 @@
-"""The methods of SPEC section 4 as configurations of one backbone.
+"""The forecasting methods (LDPT and its baselines, the LDPT paper's section 7.2) as
+configurations of one backbone.
 
 A method is a registry entry: a function ``(base, eps) -> MethodSetup`` that turns the shape of
 the problem (``base``: sequence length, horizon, channels, sizes) and a per-pass budget into a
@@ -28,7 +29,7 @@ from qpriv.privacy.gaussian import gaussian_sigma
 
 NO_PRIVACY = "none"
 DELTA = 1e-6
-"""delta of the Gaussian-mechanism and DP-SGD baselines (SPEC section 4, paper section 7.2)."""
+"""delta of the Gaussian-mechanism and DP-SGD baselines (the LDPT paper, section 7.2)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _ldpt_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
     return MethodSetup(config=config)
 
 
-# -- baselines (SPEC section 4) -------------------------------------------------------------
+# -- baselines (the LDPT paper, section 7.2) -------------------------------------------------
 
 
 @register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True,

@@ -1,9 +1,9 @@
 """The LDPT forecaster: one channel-independent transformer backbone for every method.
 
-The forward pass reads as the pipeline of the paper (section 5.1, Figure 1; SPEC section 3):
+The forward pass reads as the pipeline of the LDPT paper (section 5.1, Figure 1):
 
 1. RevIN per window and channel (``normalisation="fixed"``:   (B, L, C) -> (B, C, L)
-   no per-window statistics, SPEC 8.4);
+   no per-window statistics, which would bypass the channel);
 2. tokens: sliding windows of length D, stride s;           (B, C, T, D), T = (L - D) // s + 1
 3. quantum features qf = [SIC-POVM frequencies, purity];    (B, C, T, D^2 + 1), no grad
 4. W_proj qf and the classical embedding x_cl,
@@ -47,7 +47,7 @@ CLASSICAL = "classical"
 
 
 class LDPTForecaster(nn.Module):
-    """The LDPT backbone (SPEC section 3); the methods of SPEC section 4 are configurations.
+    """The LDPT backbone (the LDPT paper, section 5); every method is a configuration of it.
 
     The model owns two ``torch.Generator`` streams, one for the shots of the quantum features
     and one for the three injections, seeded by :meth:`seed_noise` (seed 0 at construction).
@@ -170,7 +170,7 @@ class LDPTForecaster(nn.Module):
     # -- parameters ------------------------------------------------------------------------
 
     def parameter_groups(self) -> dict[str, list[nn.Parameter]]:
-        """Trainable parameters by learning-rate group (SPEC section 5).
+        """Trainable parameters by learning-rate group (the LDPT paper, section 7.2).
 
         ``quantum_attention``: W_proj and the Q/K/V/O projections of every block; ``classical``:
         everything else (RevIN, x_cl, QC-AdaLN and its conditioning MLPs, FFN, head). The

@@ -1,10 +1,10 @@
 """Reversible instance normalisation (RevIN, Kim et al., ICLR 2022): stage 1 and 10 of the LDPT
-pipeline (paper section 5.1, SPEC section 3.1).
+pipeline (the LDPT paper, section 5.1).
 
 Each window is z-scored per channel with its own mean and standard deviation, the model works on
 the normalised series, and the prediction is mapped back with the same statistics. The
 statistics are detached, as in RevIN. They reach the output without passing the quantum channel:
-SPEC section 2 lists them as a side channel that the privacy audit must report
+they are a side channel outside the privacy claim, which the audit reports
 (:mod:`qpriv.audits.sidechannel`). Built with ``per_window=False`` the module computes no
 statistics: the series passes as given (already z-scored with the training split's statistics
 by the data loader) and only the data-independent affine map remains, which closes that side

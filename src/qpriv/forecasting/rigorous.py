@@ -1,4 +1,4 @@
-"""Rigorous accounting of a forecasting run's LDPT feature path (SPEC section 2, issue 6).
+"""Rigorous accounting of a forecasting run's LDPT feature path, beside the paper's.
 
 Two services for :func:`qpriv.forecasting.run.run_forecast`:
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import cache_root
+from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
 from qpriv.privacy.claims import Kind
@@ -40,8 +40,8 @@ FORMAT = 1
 
 
 def accounting_cache_dir() -> Path:
-    """:func:`~qpriv.forecasting.data.cache_root` ``/ "accounting"`` (``~/.cache/qpriv/accounting``
-    on Linux)."""
+    """:func:`~qpriv.forecasting.datasets.cache_root` ``/ "accounting"``
+    (``~/.cache/qpriv/accounting`` on Linux)."""
     return cache_root() / "accounting"
 
 

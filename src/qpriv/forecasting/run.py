@@ -26,7 +26,7 @@ import torch
 
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.data import DATASETS, file_sha256, load_forecasting_data
+from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
     MethodSetup,
@@ -39,6 +39,7 @@ from qpriv.forecasting.rigorous import (
     rigorous_setup,
     rigorous_summary,
 )
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
     COVERS_FEATURES_OVER_TRAINING,
@@ -111,14 +112,14 @@ def run_forecast(
 
     Args:
         dataset, csv, columns, data_dir, max_train_windows, max_eval_windows: the data, as in
-            :func:`qpriv.forecasting.data.load_forecasting_data`.
+            :func:`qpriv.forecasting.windows.load_forecasting_data`.
         horizon: forecast length H >= 1. seq_len: look-back L (336 in the paper).
         method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
             ``ldpt``, ``ldpt-clean``, ...
         eps: per-pass budget eps_s > 0 for methods that calibrate to one (ignored otherwise).
-        epochs, seed, eval_passes: the protocol (SPEC section 5); ``epochs`` None takes the
-            method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate warm-up
-            shrinks in proportion when ``epochs`` is below the method's own.
+        epochs, seed, eval_passes: the protocol (the LDPT paper, section 7.2); ``epochs`` None
+            takes the method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate
+            warm-up shrinks in proportion when ``epochs`` is below the method's own.
         batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
@@ -393,7 +394,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
 
 def _feature_counts(model: LDPTForecaster) -> dict:
     """How many tokens went through the channel in this process, and how many had no
-    direction (encoded as the uniform superposition, SPEC section 1)."""
+    direction (encoded as the uniform superposition)."""
     if model.features is None:
         return {}
     stats = model.features.stats

@@ -1,4 +1,5 @@
-"""``rigorous`` accounting of the LDPT feature path (SPEC section 2, "Two accountings").
+"""``rigorous`` accounting of the LDPT feature path, beside the ``paper`` accounting and never
+mixed with it.
 
 What is released. Per token and per pass the feature path (LDPT section 5.3) releases the counts
 of N_s shots of the SIC-POVM on the channel output E_p(rho), rho = |psi><psi| with psi the
@@ -10,7 +11,7 @@ probability (:mod:`qpriv.quantum.features`)
 
 and the counts are a post-processing of N_s independent shots. The privacy loss of one token's
 release is therefore the composition of N_s single-shot losses: not Theorem 1's eps_ch, and not
-Theorem 2's bound, which shrinks as shots grow (SPEC 8.2).
+Theorem 2's bound, which shrinks as shots grow and so cannot hold.
 
 Neighbourhood (the paper's, section 6.2): a changed record moves each token state it touches by
 at most d in full trace norm, ``||rho - rho'||_1 = 2 sqrt(1 - |<psi|psi'>|^2) <= d``.

@@ -28,7 +28,7 @@ FIDELITY_NOTE = (
     "Table 7's printed value, which does not match that channel below eps_s = 5"
 )
 
-#: Table 7's fidelity column as printed, keyed by eps_s. SPEC section 8.1: these are not the
+#: Table 7's fidelity column as printed, keyed by eps_s. These are not the
 #: fidelities of the depolarizing channel the calibration assumes (except at eps_s = 5.0).
 PAPER_TABLE7_FIDELITY = {0.1: 0.617, 0.5: 0.713, 1.0: 0.804, 5.0: 0.974}
 
@@ -74,15 +74,16 @@ def injection_sigma(p: float, d_model: int = DEFAULT_D_MODEL) -> float:
 
 def depolarized_fidelity(p: float, dim: int) -> float:
     """Fidelity ``<psi| E_p(|psi><psi|) |psi> = 1 - p + p / D`` of a pure state with its
-    depolarized image (SPEC section 8.1: the true value beside Table 7's printed one)."""
+    depolarized image (the true value, beside Table 7's printed one)."""
     return 1.0 - check_p(p) + p / check_dim(dim)
 
 
 def measurement_budget(*, eps_s: float, eps_ch: float) -> float | None:
     """Eq. 5 solved for the measurement budget: ``eps_me = 1 - (1 - eps_s) / (1 - eps_ch)``.
 
-    Returns ``None`` when the hybrid composition is undefined (``eps_ch >= 1``, SPEC 8.3) or
-    when it would give a negative budget (``eps_s < eps_ch``); :func:`calibrate` says which.
+    Returns ``None`` when the hybrid composition is undefined (``eps_ch >= 1``: the formula only
+    makes sense below 1) or when it would give a negative budget (``eps_s < eps_ch``);
+    :func:`calibrate` says which.
     """
     if eps_ch >= 1.0 or eps_s < eps_ch:
         return None

@@ -1,7 +1,7 @@
 """DP-SGD accounting: the noise multiplier a budget needs, and the budget a multiplier spends.
 
-Both directions go through Opacus's accountants (SPEC section 2: never a home-made RDP
-accountant) for Poisson-subsampled Gaussian steps at sample rate q:
+Both directions go through Opacus's accountants (an established implementation, never a
+home-made RDP accountant) for Poisson-subsampled Gaussian steps at sample rate q:
 
 - ``"rdp"``: :class:`opacus.accountants.RDPAccountant` over :data:`RDP_ORDERS`, Opacus's default
   orders (1.1 .. 63) extended to 1024. With the default orders a small budget such as eps = 0.1

@@ -1,7 +1,7 @@
 """The LDPT paper's privacy theorems as pure functions of numbers (``paper`` accounting).
 
-Every function here reproduces a formula of the paper exactly, including the ones SPEC section 8
-lists as errors; those say so in their docstring. What is provably true of the released features
+Every function here reproduces a formula of the paper exactly, including the ones that are
+wrong; those say so, and why, in their docstring. What is provably true of the released features
 is computed in :mod:`qpriv.privacy.accounting` (``rigorous`` accounting), never here.
 
 Conventions: ``d`` is the full trace norm ``||rho - rho'||_1`` in (0, 2]; ``dim`` is the Hilbert
@@ -61,8 +61,8 @@ def effective_epsilon(*, p: float, trace_distance: float, dim: int) -> float:
 def measurement_epsilon_bound(*, d: float, n_shots: int) -> float:
     """Theorem 2 as printed (paper): ``eps_me <= ln(1 + d / sqrt(N_s))``.
 
-    SPEC section 8.2: this bound shrinks as shots grow, which cannot hold (releasing more shots of
-    the same state can only leak more). Reproduced for the paper's tables only; the ``rigorous``
+    This bound shrinks as shots grow, which cannot hold (releasing more shots of the same state
+    can only leak more). Reproduced for the paper's tables only; the ``rigorous``
     accountant composes single-shot measurements instead.
     """
     d = check_trace_distance(d)
@@ -72,8 +72,8 @@ def measurement_epsilon_bound(*, d: float, n_shots: int) -> float:
 def hybrid_composition(eps_ch: float, eps_me: float) -> float:
     """Theorem 3 (eq. 5): ``eps_s = 1 - (1 - eps_ch)(1 - eps_me)``.
 
-    SPEC section 8.3: the formula only makes sense for both values below 1; outside that range
-    this raises instead of returning a meaningless number.
+    The formula only makes sense for both values below 1; outside that range this raises instead
+    of returning a meaningless number.
     """
     for name, value in (("eps_ch", eps_ch), ("eps_me", eps_me)):
         require_in_range(

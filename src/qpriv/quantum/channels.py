@@ -220,7 +220,8 @@ def depolarized_pure_purity(p: float, *, dim: int) -> float:
 
 
 def depolarized_pure_fidelity(p: float, *, dim: int) -> float:
-    """<psi|E_p(|psi><psi|)|psi> = 1 - p + p / D, the same for every pure psi (SPEC 8.1)."""
+    """<psi|E_p(|psi><psi|)|psi> = 1 - p + p / D, the same for every pure psi (the true value;
+    the fidelities printed in the LDPT paper's Table 7 are not this channel's)."""
     p = require_in_range("p", p, low=0.0, low_inclusive=True, high=1.0)
     require_state_dimension(dim, name="dim")
     return 1.0 - p + p / dim

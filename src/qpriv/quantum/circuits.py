@@ -2,7 +2,7 @@
 
 The classifier ansatz of the private-training paper (section 4, "The quantum classifier ansatz
 is built using amplitude encoding and L layers of R_Z R_Y R_Z followed by a CNOT ring, with
-Pauli-Z expectation read-outs on the first K qubits"; SPEC section 1, "Variational circuits"):
+Pauli-Z expectation read-outs on the first K qubits"):
 
     |psi(x)> = x / ||x||_2                                   (amplitude encoding)
     U(theta) = prod_{l=1..L} [ CNOT ring ] [ (x)_q RZ(c_lq) RY(b_lq) RZ(a_lq) ]

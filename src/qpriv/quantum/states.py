@@ -22,7 +22,7 @@ from qpriv.errors import InvalidInputError
 
 ZERO_NORM_THRESHOLD = 1e-12
 """A window whose Euclidean norm is below this has no direction; it is encoded as the uniform
-superposition and counted (SPEC section 1)."""
+superposition and counted, never divided by its norm."""
 
 
 def require_state_dimension(dim: int, *, name: str = "dim") -> int:

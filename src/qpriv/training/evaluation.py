@@ -1,4 +1,5 @@
-"""Evaluation of a stochastic forecaster: MSE and MAE on z-scored windows (SPEC section 5).
+"""Evaluation of a stochastic forecaster: MSE and MAE on z-scored windows (the LDPT paper,
+section 7.2).
 
 LDPT's predictions are random (fresh shots and injection noise on every pass), so a metric is
 the metric of one pass whose noise is drawn from a fixed evaluation seed, and, when asked, the

@@ -1,0 +1,178 @@
+"""Reading a user's forecasting CSV: a ``date`` column and numeric channels, checked cell by
+cell, with messages that name the column, the file line and the fix."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from qpriv.errors import InvalidInputError
+
+__all__ = ["load_frame"]
+
+
+def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Read a CSV with a ``date`` column and numeric channels into a checked DataFrame.
+
+    The date column is found by name, case-insensitively, and becomes the (parsed) index; the
+    other columns are the channels, as float64, in file order, or those named in ``columns``
+    in that order (a single string means one column). Only the selected channels must be
+    numeric.
+
+    Raises:
+        InvalidInputError: missing or unreadable file; no date column; an unknown, repeated
+            or date column in ``columns``; no channel; an empty, NaN, infinite or non-numeric
+            cell (the message gives the column and the file line); an unparseable date; fewer
+            than two rows.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise InvalidInputError(f"CSV file {path} does not exist (or is not a file)")
+    try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
+        raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
+                          skipinitialspace=True)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: it is not UTF-8 text ({exc.reason} "
+                                f"at byte {exc.start}); save it as UTF-8") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: the file is empty") from exc
+    except pd.errors.ParserError as exc:  # pandas' text: "Error tokenizing data. C error: ..."
+        detail = " ".join(str(exc).split()).split("C error: ")[-1]
+        raise InvalidInputError(
+            f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
+            "fields as the header") from exc
+    header = raw.iloc[0].astype(str).str.strip().tolist()
+    sep = next((sep for sep in (";", "\t", "|") if sep in header[0]), None)
+    if len(header) == 1 and sep is not None:
+        raise InvalidInputError(
+            f"{path} is not comma-separated: its header {header[0]!r} is one field holding "
+            f"{sep!r}; write the file with commas between the fields")
+    raw = raw.iloc[1:].reset_index(drop=True)
+    raw.columns = header
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise InvalidInputError(
+            f"{path} names the columns {repeated} more than once; give every column its own name"
+        )
+
+    date_cols = [col for col in raw.columns if col.lower() == "date"]
+    if not date_cols:
+        raise InvalidInputError(
+            f"{path} has no date column: expected a column named 'date' (any case); its columns "
+            f"are {list(raw.columns)}. Add or rename the timestamp column to 'date'."
+        )
+    if len(date_cols) > 1:
+        raise InvalidInputError(
+            f"{path} has several date columns {date_cols}; keep one column named 'date'."
+        )
+    date_col = date_cols[0]
+    available = [col for col in raw.columns if col != date_col]
+    channels = _select_channels(path, available, date_col, columns)
+
+    if len(raw) < 2:
+        raise InvalidInputError(
+            f"{path} has {len(raw)} data row(s); a forecasting series needs at least two "
+            "(in practice seq_len + horizon rows in each split)."
+        )
+
+    values = {col: _numeric_column(path, raw, col) for col in channels}
+    dates = _parse_dates(path, raw[date_col])
+    frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
+    return frame
+
+
+def _select_channels(
+    path: Path, available: list[str], date_col: str, columns: Sequence[str] | None
+) -> list[str]:
+    if columns is None:
+        selected = list(available)
+    else:
+        selected = [columns] if isinstance(columns, str) else [str(col) for col in columns]
+        for col in selected:
+            if col == date_col:
+                raise InvalidInputError(
+                    f"column {col!r} of {path} is the date column, not a channel; "
+                    f"available channels: {available}"
+                )
+            if col not in available:
+                raise InvalidInputError(
+                    f"unknown column {col!r} in {path}; available channels: {available}"
+                )
+        repeated = sorted({col for col in selected if selected.count(col) > 1})
+        if repeated:
+            raise InvalidInputError(f"columns {repeated} are selected more than once")
+    if not selected:
+        raise InvalidInputError(
+            f"{path} has no channel to forecast: it needs numeric columns besides {date_col!r}"
+            if columns is None
+            else f"columns is empty; choose from {available}"
+        )
+    return selected
+
+
+def _numeric_column(path: Path, raw: pd.DataFrame, col: str) -> np.ndarray:
+    text = raw[col].astype(str).str.strip()
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size == 0:
+        return values
+    row = int(bad[0])
+    cell = text.iloc[row]
+    if cell == "":
+        problem = "an empty cell"
+    elif np.isnan(values[row]) and cell.lower() in {"nan", "na", "n/a", "null", "none"}:
+        problem = f"a missing value ({cell!r})"
+    elif np.isnan(values[row]):
+        problem = f"a non-numeric cell {cell!r}"
+    else:
+        problem = f"an infinite value {cell!r}"
+    more = f" ({bad.size} bad cells in this column)" if bad.size > 1 else ""
+    raise InvalidInputError(
+        f"column {col!r} of {path} has {problem} at line {row + 2} (data row {row + 1}){more}; "
+        "every channel needs a finite number in every row: fill or interpolate the gaps, or "
+        "leave the column out with --columns / columns=."
+    )
+
+
+def _to_datetime(text: pd.Series, *, utc: bool) -> pd.Series:
+    with warnings.catch_warnings():  # "could not infer format": a bad date is reported after
+        warnings.simplefilter("ignore", UserWarning)
+        return pd.to_datetime(text, errors="coerce", utc=utc)
+
+
+def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
+    text = text.astype(str).str.strip()
+    in_utc = False
+    try:
+        parsed = _to_datetime(text, utc=False)
+    except (ValueError, TypeError) as exc:
+        if "mixed timezones" not in str(exc).lower():
+            raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
+        # Dates with different UTC offsets (a daylight-saving change, say) name instants
+        # unambiguously: compare them in UTC. A date without an offset among them is refused.
+        parsed = _to_datetime(text, utc=True)
+        in_utc = True
+    bad = np.flatnonzero(parsed.isna().to_numpy())
+    if bad.size:
+        row = int(bad[0])
+        hint = ("; the other dates carry a UTC offset, so give this one an offset too (e.g. "
+                "'2016-07-01 00:00:00+00:00')" if in_utc else
+                "; write every date in one format, e.g. ISO 8601 '2016-07-01 00:00:00'")
+        raise InvalidInputError(
+            f"the date column of {path} has an unparseable or empty date {text.iloc[row]!r} at "
+            f"line {row + 2} (data row {row + 1}){hint}."
+        )
+    index = pd.DatetimeIndex(parsed)
+    steps = np.flatnonzero(np.diff(index.asi8) <= 0)
+    if steps.size:  # windows are cut in file order: it must be time order
+        row = int(steps[0]) + 1
+        raise InvalidInputError(
+            f"the dates of {path} are not strictly increasing: line {row + 2} "
+            f"({text.iloc[row]!r}) does not come after line {row + 1} ({text.iloc[row - 1]!r}); "
+            "sort the file by date and keep one row per timestamp"
+        )
+    return index

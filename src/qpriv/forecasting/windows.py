@@ -1,0 +1,430 @@
+"""Forecasting series as model inputs: split, z-score and cut sliding windows.
+
+The one front door is :func:`load_forecasting_data`::
+
+    from qpriv.forecasting.windows import load_forecasting_data
+
+    data = load_forecasting_data("ETTh1", seq_len=336, horizon=24)
+    len(data.train), len(data.val), len(data.test)     # 8281, 2857, 2857
+    x, y = data.train[0]                                # (336, 7), (24, 7) float32
+    xb, yb = data.train.windows(torch.arange(64))      # (64, 336, 7), (64, 24, 7)
+
+A named dataset's file is found by :func:`qpriv.forecasting.datasets.locate_dataset`; a CSV
+is read by :func:`qpriv.forecasting.csv_input.load_frame`.
+
+Splits follow the conventions the field compares against:
+
+* ETT hourly (Informer / PatchTST): train rows [0, 8640), validation [8640 - L, 11520),
+  test [11520 - L, 14400), i.e. 12 / 4 / 4 months of 30 days x 24 hours.
+* Any other CSV (Time-Series-Library's "custom" loader): 70 % / 10 % / 20 % of the rows, with
+  the same look-back overlap of L rows at the start of validation and test.
+
+The validation and test splits start L rows before their first target so that their first
+window forecasts the first row after the previous split. A z-score scaler (population std,
+as scikit-learn's ``StandardScaler``) is fitted on the training rows only and applied to all.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.forecasting.csv_input import load_frame
+from qpriv.forecasting.datasets import (
+    CUSTOM,
+    ETT_HOURLY,
+    SplitConvention,
+    dataset_spec,
+    locate_dataset,
+)
+
+__all__ = [
+    "ForecastData",
+    "SplitRows",
+    "WindowDataset",
+    "ZScoreScaler",
+    "load_forecasting_data",
+    "split_rows",
+]
+
+# Informer / PatchTST borders of the hourly ETT files: 12, 16 and 20 months of 30 days x 24 h.
+_ETT_HOURLY_BORDERS = (12 * 30 * 24, 16 * 30 * 24, 20 * 30 * 24)  # 8640, 11520, 14400
+# Time-Series-Library "custom" loader: fractions of the rows in train and test (val: the rest).
+_CUSTOM_TRAIN_FRACTION = 0.7
+_CUSTOM_TEST_FRACTION = 0.2
+
+
+# --------------------------------------------------------------------------------------------
+# Splits and scaling
+# --------------------------------------------------------------------------------------------
+
+
+class SplitRows(NamedTuple):
+    """Row ranges [start, stop) of the three splits in the file; val and test include the
+    L look-back rows before their first target."""
+
+    train: tuple[int, int]
+    val: tuple[int, int]
+    test: tuple[int, int]
+
+
+def split_rows(
+    n_rows: int, *, seq_len: int, horizon: int, convention: SplitConvention
+) -> SplitRows:
+    """Row ranges of train, val and test for a series of ``n_rows`` rows.
+
+    ``"ett-hourly"``: [0, 8640), [8640 - L, 11520), [11520 - L, 14400) (Informer / PatchTST);
+    needs 14400 rows. ``"custom"``: n_train = int(0.7 n), n_test = int(0.2 n), the rest val;
+    [0, n_train), [n_train - L, n - n_test), [n - n_test - L, n) (Time-Series-Library).
+
+    Raises:
+        InvalidInputError: unknown convention, too few rows for the ETT borders, or a split
+            with fewer than L + H rows (it could not hold one window).
+    """
+    seq_len = require_positive_int("seq_len", seq_len)
+    horizon = require_positive_int("horizon", horizon)
+    if convention == ETT_HOURLY:
+        train_end, val_end, test_end = _ETT_HOURLY_BORDERS
+        if n_rows < test_end:
+            raise InvalidInputError(
+                f"the ETT hourly split needs {test_end} rows (train [0, {train_end}), val up to "
+                f"{val_end}, test up to {test_end}); the series has {n_rows}"
+            )
+    elif convention == CUSTOM:
+        train_end = int(n_rows * _CUSTOM_TRAIN_FRACTION)
+        test_rows = int(n_rows * _CUSTOM_TEST_FRACTION)
+        val_end, test_end = n_rows - test_rows, n_rows
+    else:
+        raise InvalidInputError(
+            f"unknown split convention {convention!r}; use {ETT_HOURLY!r} or {CUSTOM!r}"
+        )
+    rows = SplitRows(
+        train=(0, train_end),
+        val=(train_end - seq_len, val_end),
+        test=(val_end - seq_len, test_end),
+    )
+    need = seq_len + horizon
+    for split, (start, stop) in zip(SplitRows._fields, rows, strict=True):
+        if stop - start < need:
+            lookback = "" if split == "train" else f", including its {seq_len} look-back rows"
+            raise InvalidInputError(
+                f"the {split} split has {max(stop - start, 0)} rows (rows [{max(start, 0)}, "
+                f"{stop}) of {n_rows}, {convention} convention{lookback}), but seq_len L = "
+                f"{seq_len} plus horizon H = {horizon} needs at least {need} rows for one "
+                "window; use a shorter seq_len or horizon, or a longer series."
+            )
+    return rows
+
+
+_Array = TypeVar("_Array", np.ndarray, torch.Tensor)
+
+
+@dataclass(frozen=True, eq=False)
+class ZScoreScaler:
+    """Per-channel z-score: ``(x - mean) / std`` with the population std (ddof = 0).
+
+    ``mean`` and ``std`` are float64 arrays of shape (C,), read-only. Both transforms act on
+    the last axis of numpy arrays or torch tensors (any device, the input's dtype).
+    """
+
+    mean: np.ndarray
+    std: np.ndarray
+
+    @classmethod
+    def fit(
+        cls,
+        values: np.ndarray,
+        *,
+        channels: Sequence[str] | None = None,
+        where: str = "the fitting rows",
+    ) -> ZScoreScaler:
+        """Fit on ``values`` of shape (rows, C); a constant channel (std 0) is an error."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[0] < 1:
+            raise InvalidInputError(
+                f"the scaler needs a (rows, channels) array, got {values.shape}"
+            )
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+            mean = values.mean(axis=0)
+            std = values.std(axis=0)
+        names = list(channels) if channels is not None else [str(i) for i in range(len(std))]
+        for i in np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std))):
+            raise InvalidInputError(
+                f"channel {names[i]!r} on {where} has values too large to z-score in float64 "
+                "(its mean or std overflows); rescale the column, e.g. to other units"
+            )
+        for i, (m, s) in enumerate(zip(mean, std, strict=True)):
+            if not s > 1e-12 * max(1.0, abs(m)):
+                raise InvalidInputError(
+                    f"channel {names[i]!r} is constant on {where} (value {m:g}, std {s:g}): "
+                    "its z-score would divide by zero. Leave it out with --columns / columns=."
+                )
+        mean.setflags(write=False)
+        std.setflags(write=False)
+        return cls(mean=mean, std=std)
+
+    def transform(self, values: _Array) -> _Array:
+        """Scale: ``(values - mean) / std`` over the last axis."""
+        mean, std = self._like(values)
+        return (values - mean) / std
+
+    def inverse_transform(self, values: _Array) -> _Array:
+        """Unscale: ``values * std + mean`` over the last axis."""
+        mean, std = self._like(values)
+        return values * std + mean
+
+    def _like(self, values: np.ndarray | torch.Tensor) -> tuple:
+        if isinstance(values, torch.Tensor):
+            kwargs = {"dtype": values.dtype, "device": values.device}
+            return torch.tensor(self.mean, **kwargs), torch.tensor(self.std, **kwargs)
+        return self.mean, self.std
+
+
+# --------------------------------------------------------------------------------------------
+# Windows
+# --------------------------------------------------------------------------------------------
+
+
+class WindowDataset(Dataset[tuple[torch.Tensor, torch.Tensor]]):
+    """Sliding windows (stride 1) over one split of a scaled series.
+
+    Item i is ``(x, y)``: x the L rows starting at window start s_i, y the H rows after them,
+    float32 tensors of shape (L, C) and (H, C) that are views of the stored series (no copy
+    per window). :meth:`windows` fetches a batch by an index tensor in one gather, for
+    training loops that batch without a DataLoader.
+
+    Args:
+        series: (T, C) float tensor of this split's rows, stored as given (not copied).
+        seq_len: look-back L.
+        horizon: forecast length H.
+        max_windows: keep at most this many windows, evenly spaced over the split (first and
+            last window included, starts rounded to the nearest row), so that a small budget
+            still sees the whole period; None keeps all T - L - H + 1.
+        row_offset: row of ``series[0]`` in the source file (for reports and checks).
+    """
+
+    def __init__(
+        self,
+        series: torch.Tensor,
+        *,
+        seq_len: int,
+        horizon: int,
+        max_windows: int | None = None,
+        row_offset: int = 0,
+    ) -> None:
+        self.seq_len = require_positive_int("seq_len", seq_len)
+        self.horizon = require_positive_int("horizon", horizon)
+        if not isinstance(series, torch.Tensor) or series.ndim != 2:
+            raise InvalidInputError("series must be a 2-D tensor (rows, channels)")
+        self.series = series
+        self.row_offset = int(row_offset)
+        self.n_available = series.shape[0] - self.seq_len - self.horizon + 1
+        if self.n_available < 1:
+            raise InvalidInputError(
+                f"a series of {series.shape[0]} rows holds no window of seq_len L = "
+                f"{self.seq_len} plus horizon H = {self.horizon} (needs at least "
+                f"{self.seq_len + self.horizon} rows)"
+            )
+        device = series.device
+        if max_windows is None or max_windows >= self.n_available:
+            if max_windows is not None:
+                require_positive_int("max_windows", max_windows)
+            self.starts = torch.arange(self.n_available, device=device)
+        else:
+            n = require_positive_int("max_windows", max_windows)
+            spaced = np.floor(np.linspace(0, self.n_available - 1, n) + 0.5).astype(np.int64)
+            self.starts = torch.as_tensor(spaced, device=device)
+        self._all = len(self.starts) == self.n_available
+        self._x_rows = torch.arange(self.seq_len, device=device)
+        self._y_rows = torch.arange(self.seq_len, self.seq_len + self.horizon, device=device)
+
+    @property
+    def n_channels(self) -> int:
+        """Number of channels C."""
+        return int(self.series.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        i = operator.index(index)
+        n = len(self.starts)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"window {index} out of range for {n} windows")
+        start = i if self._all else int(self.starts[i])
+        mid = start + self.seq_len
+        return self.series[start:mid], self.series[mid : mid + self.horizon]
+
+    def windows(
+        self, index: torch.Tensor | Sequence[int] | np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Batch of windows by item index: x of shape (B, L, C), y of shape (B, H, C).
+
+        One advanced-indexing gather each for x and y (contiguous results, on the series'
+        device); ``windows(idx)[0][b]`` equals ``self[idx[b]][0]``.
+        """
+        idx = torch.as_tensor(index, dtype=torch.long, device=self.series.device)
+        starts = self.starts[idx].unsqueeze(-1)
+        return self.series[starts + self._x_rows], self.series[starts + self._y_rows]
+
+    def to(self, device: torch.device | str) -> WindowDataset:
+        """The same windows with the series on ``device`` (self if already there)."""
+        device = torch.device(device)
+        if self.series.device == device:
+            return self
+        moved = object.__new__(WindowDataset)
+        moved.__dict__.update(self.__dict__)
+        moved.series = self.series.to(device)
+        moved.starts = self.starts.to(device)
+        moved._x_rows = self._x_rows.to(device)
+        moved._y_rows = self._y_rows.to(device)
+        return moved
+
+    def __repr__(self) -> str:
+        subset = "" if self._all else f" of {self.n_available}"
+        return (
+            f"WindowDataset({len(self)}{subset} windows, L={self.seq_len}, H={self.horizon}, "
+            f"C={self.n_channels}, rows from {self.row_offset})"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Front door
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ForecastData:
+    """Train, validation and test windows of one scaled series, and what made them.
+
+    The three datasets are views of one float32 tensor of the scaled rows; ``scaler`` maps
+    back to the file's units. ``split`` holds the row ranges in the file (val and test
+    include their L look-back rows); ``convention`` is ``"ett-hourly"`` or ``"custom"``.
+    """
+
+    dataset: str
+    source: Path
+    channels: tuple[str, ...]
+    scaler: ZScoreScaler
+    train: WindowDataset
+    val: WindowDataset
+    test: WindowDataset
+    seq_len: int
+    horizon: int
+    convention: SplitConvention
+    split: SplitRows
+
+    @property
+    def n_channels(self) -> int:
+        """Number of channels C."""
+        return len(self.channels)
+
+
+def load_forecasting_data(
+    dataset: str | None = "ETTh1",
+    *,
+    csv: str | Path | None = None,
+    columns: Sequence[str] | None = None,
+    seq_len: int = 336,
+    horizon: int = 24,
+    data_dir: str | Path | None = None,
+    allow_download: bool = True,
+    max_train_windows: int | None = None,
+    max_eval_windows: int | None = None,
+) -> ForecastData:
+    """Load, split, z-score and window a forecasting series.
+
+    Args:
+        dataset: a registered name (``ETTh1``, ``ETTh2``; see
+            :data:`~qpriv.forecasting.datasets.DATASETS`), located by :func:`locate_dataset`
+            and split by its convention (ETT hourly borders).
+        csv: any CSV with a ``date`` column instead of a named dataset; it takes precedence
+            over ``dataset`` (and ``data_dir`` is not used) and is split 70/10/20. The result's
+            ``dataset`` is the file's stem.
+        columns: channels to keep, in this order (default: all but the date).
+        seq_len: look-back L (>= 1).
+        horizon: forecast length H (>= 1).
+        data_dir: the dataset's file or a directory holding it (searched first).
+        allow_download: download a named dataset that is not found locally.
+        max_train_windows: at most this many evenly spaced training windows (None: all).
+        max_eval_windows: the same for validation and test.
+
+    Returns:
+        :class:`ForecastData`; the scaler is fitted on the training rows only.
+
+    Raises:
+        InvalidInputError: bad arguments, a file that cannot be found or fails its checksum,
+            a bad CSV (see :func:`load_frame`), a channel constant on the training rows, or a
+            split too short for L + H.
+
+    Example::
+
+        data = load_forecasting_data("ETTh1", seq_len=336, horizon=96, max_eval_windows=512)
+        x, y = data.train.windows(torch.randint(len(data.train), (64,)))
+    """
+    seq_len = require_positive_int("seq_len", seq_len)
+    horizon = require_positive_int("horizon", horizon)
+    for name, value in (
+        ("max_train_windows", max_train_windows),
+        ("max_eval_windows", max_eval_windows),
+    ):
+        if value is not None:
+            require_positive_int(name, value)
+
+    if csv is not None:
+        source = Path(csv).expanduser()
+        name, convention = source.stem, CUSTOM
+    elif dataset is not None:
+        spec = dataset_spec(dataset)
+        source = locate_dataset(spec.name, path=data_dir, allow_download=allow_download)
+        name, convention = spec.name, spec.split
+    else:
+        raise InvalidInputError(
+            "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
+        )
+
+    frame = load_frame(source, columns=columns)
+    rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)
+    values = frame.to_numpy(dtype=np.float64)
+    train_start, train_end = rows.train
+    scaler = ZScoreScaler.fit(
+        values[train_start:train_end],
+        channels=list(frame.columns),
+        where=f"the training rows [{train_start}, {train_end}) of {source}",
+    )
+    used = rows.test[1]
+    series = torch.from_numpy(scaler.transform(values[:used]).astype(np.float32))
+
+    def windows(split: tuple[int, int], max_windows: int | None) -> WindowDataset:
+        start, stop = split
+        return WindowDataset(
+            series[start:stop],
+            seq_len=seq_len,
+            horizon=horizon,
+            max_windows=max_windows,
+            row_offset=start,
+        )
+
+    return ForecastData(
+        dataset=name,
+        source=source,
+        channels=tuple(str(col) for col in frame.columns),
+        scaler=scaler,
+        train=windows(rows.train, max_train_windows),
+        val=windows(rows.val, max_eval_windows),
+        test=windows(rows.test, max_eval_windows),
+        seq_len=seq_len,
+        horizon=horizon,
+        convention=convention,
+        split=rows,
+    )

@@ -13,6 +13,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
 from qpriv.training.dpsgd import (
     DPSGDStrategy,
@@ -133,7 +134,10 @@ def test_every_method_names_its_privacy_and_noise():
 def test_every_stated_guarantee_says_the_scaler_is_outside_it():
     from qpriv.forecasting.run import SCALER_NOTE, _privacy
 
-    strategy = {"eps": {"value": 0.5}, "noise_multiplier": {"value": 3.0}}
+    dpsgd_claim = PrivacyClaim(value=0.5, delta=1e-6, kind=Kind.GLOBAL_DP,
+                               accounting=Accounting.RIGOROUS, unit=Unit.WINDOW,
+                               covers=COVERS_WEIGHTS)
+    strategy = {"eps": dpsgd_claim.to_json(), "noise_multiplier": {"value": 3.0}}
     claimed = []
     for name in METHODS:
         setup = setup_method(name, base=TINY, eps=0.5)
@@ -143,6 +147,9 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
         privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy, eps=0.5,
                            delta=1e-6)
         assert SCALER_NOTE in privacy["privacy_notes"], name
+        # and in the claim itself, where a reader of the epsilon finds it
+        claim = privacy.get("eps_per_pass") or privacy["eps"]
+        assert SCALER_NOTE in PrivacyClaim.from_json(claim).notes, name
     assert set(claimed) == {"local eps-QDP per pass", "local (eps, delta)-DP per pass",
                             "global (eps, delta)-DP"}
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from qpriv.errors import InvalidInputError
-from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.rigorous import TARGETS_NOTE
+from qpriv.forecasting.run import SCALER_NOTE, run_forecast
+from qpriv.privacy.claims import PrivacyClaim
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -51,9 +53,12 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
     for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "p",
                 "gamma", "sigma", "calibration"):
         assert key in result, key
-    assert result["eps_per_pass"] == {
-        "value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper",
-        "neighbourhood": "trace distance d = 0.1 (full norm)"}
+    claim = PrivacyClaim.from_json(result["eps_per_pass"])
+    assert (claim.value, claim.kind, claim.accounting, claim.unit, claim.delta) == (
+        0.1, "local eps-QDP per pass", "paper", "token", None)
+    assert claim.details == {"neighbourhood": "trace distance d = 0.1 (full norm)"}
+    assert "not the trained weights" in claim.covers
+    assert SCALER_NOTE in claim.notes and TARGETS_NOTE in claim.notes
     assert result["eps_basic"]["value"] == pytest.approx(0.2)
     assert result["eps_advanced"]["kind"] == "composed"
     assert result["params"]["total"] == (result["params"]["classical"]

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.run import SCALER_NOTE, run_forecast
+from qpriv.privacy.claims import PrivacyClaim
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -51,8 +52,11 @@ def test_rigorous_run_is_calibrated_to_its_record_budget(tmp_path):
                           out_dir=tmp_path / "run", **TINY)
     assert result["eps_per_pass"] is None
     total = result["eps_total"]
-    assert total == {"value": 3.0, "kind": "composed", "accounting": "rigorous",
-                     "delta": 1e-5, "unit": "record", "epochs": 1}
+    claim = PrivacyClaim.from_json(total)
+    assert (claim.value, claim.kind, claim.accounting, claim.unit, claim.delta) == (
+        3.0, "composed", "rigorous", "record", 1e-5)
+    assert claim.details == {"epochs": 1}
+    assert "not the trained weights" in claim.covers and SCALER_NOTE in claim.notes
     assert result["model"]["normalisation"] == "fixed"  # the side channel is closed
     assert "RevIN" not in result["rigorous"]["covers"]
     assert "forecast targets" in result["rigorous"]["covers"]

@@ -1,6 +1,7 @@
 """DP-SGD for the classifiers: per-example gradients, clipping, noise, accounting, diagnostics.
 
-The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2016):
+The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2016, "Deep
+Learning with Differential Privacy", Algorithm 1):
 
 1. draw a batch B; compute every per-example gradient g_i (``torch.func``: vmap of grad);
 2. optionally add pre-clipping noise g_i + N(0, s^2 I) (the symmetrisation the paper cites);
@@ -292,9 +293,6 @@ class DPSGDStep(StepStrategy):
                                     f"({changed})")
         self.batch_generator.set_state(state["batch_generator"])
         self.noise_generator.set_state(state["noise_generator"])
-
-    def report(self) -> dict:
-        return {"strategy": self.name, **self.config.as_dict()}
 
 
 class ClassifierRecipe(Recipe):

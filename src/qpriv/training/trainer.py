@@ -337,7 +337,10 @@ class Trainer:
         self.train_data = train.to(self.device) if hasattr(train, "to") else train
         self.val_data = val.to(self.device) if hasattr(val, "to") else val
         if len(self.train_data) < 1 or len(self.val_data) < 1:
-            raise InvalidInputError("training and validation sets need at least one window")
+            raise InvalidInputError(
+                f"the training set has {len(self.train_data)} and the validation set "
+                f"{len(self.val_data)} examples (windows); each needs at least one"
+            )
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.checkpoint_name = checkpoint_name
         self.strategy = strategy or StepStrategy()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -20,6 +21,8 @@ from qpriv.classification.dpsgd import (
 )
 from qpriv.classification.models import QuantumClassifier, TanhMLP
 from qpriv.errors import InvalidInputError
+from qpriv.runs.files import load_checkpoint
+from qpriv.training.trainer import CHECKPOINT_FORMAT
 
 
 def test_one_step_equals_the_hand_computation() -> None:
@@ -209,3 +212,36 @@ def test_the_epoch_record_scores_exactly_on_train_and_with_seeded_shots_on_test(
     shots = dpsgd.evaluate(model, xt, yt, generator=torch.Generator().manual_seed(9))
     assert record["test_accuracy"] == shots["accuracy"]
     assert record["test_loss"] == shots["loss"] != dpsgd.evaluate(model, xt, yt)["loss"]
+
+
+def test_the_checkpoint_is_the_trainers_and_resumes_only_the_same_settings(tmp_path) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 5, generator=g)
+    y = (x[:, 0] > 0).long()
+    config = DPSGDConfig(batch_size=16, epochs=3, lr=0.1, clip=1.0, noise_multiplier=0.5,
+                         sampling="poisson")
+
+    def run(config: DPSGDConfig, **kwargs) -> list[dict]:
+        torch.manual_seed(0)
+        model = TanhMLP(n_features=5, n_classes=2, hidden=(4,))
+        return train_dpsgd(model, x_train=x, y_train=y, x_test=x, y_test=y, config=config,
+                           batch_generator=torch.Generator().manual_seed(1),
+                           noise_generator=torch.Generator().manual_seed(2), **kwargs)
+
+    def kill_after_epoch_one(record: dict) -> None:
+        if record["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    straight = run(config)
+    path = tmp_path / "checkpoint.pt"
+    with pytest.raises(KeyboardInterrupt):
+        run(config, checkpoint=path, on_epoch=kill_after_epoch_one)
+    state = load_checkpoint(path)
+    assert state["format"] == CHECKPOINT_FORMAT and state["epoch"] == 1
+    assert set(state["strategy"]) == {"config", "batch_generator", "noise_generator"}
+    with pytest.raises(InvalidInputError, match=r"checkpoint.pt: it was written by a run with "
+                                                r"other DP-SGD settings .*lr.*delete it"):
+        run(replace(config, lr=0.2), checkpoint=path)
+    resumed = run(config, checkpoint=path)
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in resumed] == [
+        {k: v for k, v in h.items() if k != "seconds"} for h in straight]

@@ -25,6 +25,7 @@ from qpriv.training import (
     load_checkpoint,
 )
 from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
+from qpriv.training.trainer import CHECKPOINT_FORMAT
 
 TINY = ModelConfig(seq_len=24, horizon=4, n_channels=2, dim=4, stride=4, d_model=8,
                    n_heads=2, d_ff=16, n_shots=32)
@@ -106,6 +107,21 @@ def test_a_damaged_checkpoint_is_named_not_a_traceback(tmp_path, monkeypatch):
         make_trainer(tmp_path).fit(resume=True)
     checkpoint.write_bytes(b"")
     with pytest.raises(InvalidInputError, match="damaged"):
+        make_trainer(tmp_path).fit(resume=True)
+
+
+def test_a_format_1_checkpoint_resumes_and_an_unknown_format_is_named(tmp_path, monkeypatch):
+    result = make_trainer(tmp_path / "straight").fit()
+    kill_in_third_epoch(make_trainer(tmp_path), monkeypatch)
+    path = tmp_path / "checkpoint.pt"
+    state = load_checkpoint(path)
+    atomic_torch_save(path, {**state, "format": 1})  # qpriv 0.1.0's: the same keys
+    again = make_trainer(tmp_path).fit(resume=True)
+    assert without_timing(again.history) == without_timing(result.history)
+    assert load_checkpoint(path)["format"] == CHECKPOINT_FORMAT  # only the new one is written
+    atomic_torch_save(path, {**state, "format": 7})
+    with pytest.raises(InvalidInputError, match=r"checkpoint.pt has checkpoint format 7, this "
+                                                r"version reads 1 and 2; delete it"):
         make_trainer(tmp_path).fit(resume=True)
 
 

@@ -1,6 +1,7 @@
 """DP-SGD for the classifiers: per-example gradients, clipping, noise, accounting, diagnostics.
 
-The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2016):
+The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2016, "Deep
+Learning with Differential Privacy", Algorithm 1):
 
 1. draw a batch B; compute every per-example gradient g_i (``torch.func``: vmap of grad);
 2. optionally add pre-clipping noise g_i + N(0, s^2 I) (the symmetrisation the paper cites);
@@ -17,15 +18,19 @@ needs Poisson sampling (the accountant's assumption), so a private run samples t
 without noise (clipping only, the paper's Figure 2 setting, or no clipping at all) shuffles
 fixed-size batches.
 
-After every epoch :func:`train_dpsgd` records the diagnostics of
-:mod:`qpriv.classification.diagnostics` over every training example's gradient, plus the
-training loss, accuracies and, when given, the distance from an unclipped run's loss.
+The classifiers train in the one loop of qpriv, :class:`qpriv.training.trainer.Trainer`, with
+two injected pieces: :class:`DPSGDStep`, the step above on batches drawn from the run's batch
+generator (it owns that generator and the noise generator, so both go into the trainer's
+checkpoint and a killed run resumes to the same result), and :class:`ClassifierRecipe`, which
+builds the optimizer (SGD or Adam, no schedule), keeps the last epoch's weights, and after every
+epoch records the training loss, the accuracies, the diagnostics of
+:mod:`qpriv.classification.diagnostics` over every training example's gradient and, when
+given, the distance from an unclipped run's loss. :func:`train_dpsgd` assembles the two.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,12 +42,7 @@ from torch import Tensor, nn
 from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
-from qpriv.runs.files import (
-    atomic_torch_save,
-    changed_settings,
-    load_checkpoint,
-    remove_stale_temporaries,
-)
+from qpriv.runs.files import changed_settings
 from qpriv.training.dpsgd import (
     assign_flat_gradient,
     clip_and_noise,
@@ -50,9 +50,11 @@ from qpriv.training.dpsgd import (
     per_sample_gradients_loop,
     poisson_batches,
 )
+from qpriv.training.trainer import CHECKPOINT, Recipe, StepStrategy, TrainConfig, Trainer
 
-__all__ = ["DPSGDConfig", "dp_step", "epoch_diagnostics", "evaluate", "noise_multiplier_for",
-           "per_example_gradients", "per_example_gradients_loop", "train_dpsgd"]
+__all__ = ["ClassifierRecipe", "DPSGDConfig", "DPSGDStep", "Examples", "dp_step",
+           "epoch_diagnostics", "evaluate", "noise_multiplier_for", "per_example_gradients",
+           "per_example_gradients_loop", "train_dpsgd"]
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -164,17 +166,21 @@ def dp_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor, y: Tensor, *,
     config: DPSGDConfig, generator: torch.Generator,
 ) -> dict[str, float]:
-    """One DP-SGD update on the batch (x, y); returns the batch's clipping statistics.
+    """One DP-SGD update on the batch (x, y); returns the batch's clipping statistics and its
+    mean loss before the update (``loss``; 0 for an empty batch).
 
     ``generator`` draws the shots of a sampled read-out, the pre-clipping noise and the
     Gaussian noise of the mechanism.
     """
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    grads = None
+    grads, loss = None, 0.0
     if x.shape[0] > 0:  # an empty Poisson batch still releases the noise
         noise = (model.draw_readout_noise(x, generator=generator)
                  if hasattr(model, "draw_readout_noise") else None)
-        grads = per_example_gradients(model, x, y, readout_noise=noise)
+        grads, losses = per_sample_gradients(
+            model, x, y, loss_fn=F.cross_entropy,
+            sample_kwargs=None if noise is None else {"readout_noise": noise})
+        loss = float(losses.mean())
         if config.preclip_noise > 0:
             grads = grads + config.preclip_noise * torch.randn(
                 grads.shape, generator=generator, dtype=grads.dtype)
@@ -186,7 +192,7 @@ def dp_step(
     optimizer.zero_grad(set_to_none=True)
     assign_flat_gradient(model, update["all"])
     optimizer.step()
-    return {"batch_clip_fraction": clipped_fraction}
+    return {"batch_clip_fraction": clipped_fraction, "loss": loss}
 
 
 @torch.no_grad()
@@ -229,6 +235,135 @@ def epoch_diagnostics(
                                 sampling=config.sampling)
 
 
+class Examples:
+    """Classification examples as the trainer fetches them: ``index`` -> ``(x[index],
+    y[index])``."""
+
+    def __init__(self, x: Tensor, y: Tensor) -> None:
+        self.x, self.y = x, y
+
+    def __len__(self) -> int:
+        return self.x.shape[0]
+
+    def windows(self, index: Tensor) -> tuple[Tensor, Tensor]:
+        return self.x[index], self.y[index]
+
+
+class DPSGDStep(StepStrategy):
+    """The classifiers' DP-SGD as the trainer's step: :func:`dp_step` on the batches of the
+    run's ``batch_generator`` (Poisson or shuffled, by ``config.sampling``), with the shots and
+    noise drawn from ``noise_generator``.
+
+    Its state (settings and both generators) goes into the trainer's checkpoint; a checkpoint
+    of other settings is refused. ``clip_fractions`` holds each batch's clipped fraction of
+    the current epoch.
+    """
+
+    name = "dpsgd-classifier"
+
+    def __init__(self, config: DPSGDConfig, *, batch_generator: torch.Generator,
+                 noise_generator: torch.Generator) -> None:
+        self.config = config
+        self.batch_generator = batch_generator
+        self.noise_generator = noise_generator
+        self.clip_fractions: list[float] = []
+
+    def batches(self, n_train: int, *, batch_size: int, generator: torch.Generator
+                ) -> list[Tensor]:
+        """The epoch's batches from the run's own batch generator (not the trainer's)."""
+        self.clip_fractions = []
+        return _batches(n_train, self.config, self.batch_generator)
+
+    def step(self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
+             scaler: torch.amp.GradScaler, amp: bool) -> Tensor:
+        stats = dp_step(model, optimizer, x, y, config=self.config,
+                        generator=self.noise_generator)
+        self.clip_fractions.append(stats["batch_clip_fraction"])
+        return torch.tensor(stats["loss"], dtype=torch.float64)
+
+    def state_dict(self) -> dict:
+        return {"config": self.config.as_dict(),
+                "batch_generator": self.batch_generator.get_state(),
+                "noise_generator": self.noise_generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        changed = changed_settings(state.get("config") or {}, self.config.as_dict())
+        if changed:
+            raise InvalidInputError(f"it was written by a run with other DP-SGD settings "
+                                    f"({changed})")
+        self.batch_generator.set_state(state["batch_generator"])
+        self.noise_generator.set_state(state["noise_generator"])
+
+
+class ClassifierRecipe(Recipe):
+    """The classifiers' optimizer, epoch record and choice of weights for the trainer.
+
+    SGD (with ``config.momentum``) or Adam at ``config.lr``, no schedule; the last epoch's
+    weights are kept. Each epoch's record: ``epoch``, ``seconds``, ``batch_clip_fraction``
+    (mean over the epoch's batches of :class:`DPSGDStep`), ``train_loss``, ``train_accuracy``
+    (exact read-out), ``test_loss``, ``test_accuracy`` (on the trainer's ``val`` examples, with
+    shots drawn from ``eval_generator_seed`` afresh each epoch), the distance from
+    ``reference_losses`` when given, every statistic of :func:`epoch_diagnostics` with
+    ``diagnostics``, ``non_finite`` when any number is not finite, and ``diverged`` when the
+    training loss is not finite (training stops there). ``on_epoch`` gets each record after
+    the checkpoint is written.
+    """
+
+    name = "classifier"
+
+    def __init__(self, config: DPSGDConfig, *, eval_generator_seed: int | None = None,
+                 reference_losses: list[float] | None = None, diagnostics: bool = True,
+                 on_epoch: Callable[[dict], None] | None = None) -> None:
+        if reference_losses is not None and len(reference_losses) < config.epochs:
+            raise InvalidInputError(
+                f"reference_losses has {len(reference_losses)} epochs; the run has "
+                f"{config.epochs}"
+            )
+        self.config = config
+        self.eval_generator_seed = eval_generator_seed
+        self.reference_losses = reference_losses
+        self.diagnostics = diagnostics
+        self.on_epoch = on_epoch
+
+    def optimizer(self, model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+        return _make_optimizer(model, self.config)
+
+    def scheduler(self, optimizer: torch.optim.Optimizer, config: TrainConfig) -> None:
+        return None
+
+    def end_epoch(self, trainer: Trainer, *, epoch: int, train_loss: float,
+                  train_seconds: float) -> dict:
+        model, train, test = trainer.model, trainer.train_data, trainer.val_data
+        fractions = trainer.strategy.clip_fractions
+        record: dict = {"epoch": epoch, "seconds": train_seconds,
+                        "batch_clip_fraction": sum(fractions) / max(len(fractions), 1)}
+        eval_gen = (None if self.eval_generator_seed is None
+                    else torch.Generator().manual_seed(self.eval_generator_seed))
+        train_eval = evaluate(model, train.x, train.y)
+        test_eval = evaluate(model, test.x, test.y, generator=eval_gen)
+        record.update(train_loss=train_eval["loss"], train_accuracy=train_eval["accuracy"],
+                      test_loss=test_eval["loss"], test_accuracy=test_eval["accuracy"])
+        if self.reference_losses is not None:
+            ref = self.reference_losses[epoch - 1]
+            record.update(unclipped_train_loss=ref,
+                          distance_from_unclipped_loss=abs(train_eval["loss"] - ref))
+        if self.diagnostics:
+            record.update(epoch_diagnostics(model, train.x, train.y, config=self.config))
+        if not all(math.isfinite(v) for v in record.values() if isinstance(v, float)):
+            record["non_finite"] = True
+        if not math.isfinite(record["train_loss"]):
+            # no step from non-finite weights recovers: stop here, as the forecaster does
+            record["diverged"] = True
+        return record
+
+    def score(self, record: dict) -> None:
+        return None
+
+    def show(self, trainer: Trainer, record: dict) -> None:
+        if self.on_epoch is not None:
+            self.on_epoch(record)
+
+
 def train_dpsgd(
     model: nn.Module,
     *,
@@ -245,102 +380,39 @@ def train_dpsgd(
     on_epoch: Callable[[dict], None] | None = None,
     checkpoint: Path | None = None,
 ) -> list[dict]:
-    """Train ``model`` with DP-SGD for ``config.epochs`` epochs; return one record per epoch.
+    """Train ``model`` with DP-SGD for ``config.epochs`` epochs in the one trainer; return one
+    record per epoch (:class:`ClassifierRecipe` lists what each holds).
 
     ``batch_generator`` draws the batches and ``noise_generator`` the shots and noise, so a
     run without noise sees the same batches as a noised one. ``eval_generator_seed`` seeds
     the shots of every test evaluation (the same draws each epoch) for models with sampled
     read-out; the training loss and accuracy use the exact read-out.
     ``reference_losses[e]`` is the training loss of an unclipped, noiseless run after epoch e+1
-    (same initialisation and batches); the record then holds the distance from it.
-    Each record: ``epoch``, ``train_loss``, ``train_accuracy``, ``test_accuracy``,
-    ``seconds``, ``batch_clip_fraction`` (mean over the epoch's batches) and, with
-    ``diagnostics``, every statistic of :func:`epoch_diagnostics`; ``non_finite`` when any of
-    its numbers is not finite. Training stops after the first epoch whose training loss is not
-    finite; that record has ``diverged`` and is the last.
+    (same initialisation and batches); the record then holds the distance from it. Training
+    stops after the first epoch whose training loss is not finite; that record has
+    ``diverged`` and is the last.
 
-    ``checkpoint``: a file that gets the model, optimizer, both generators and the history
-    after every epoch (atomically); if it exists, training continues from it (a killed run
-    resumes to the same result). It must come from a run with the same ``config``.
+    ``checkpoint``: a file that gets the trainer's checkpoint after every epoch (atomically);
+    if it exists, training continues from it (a killed run resumes to the same result), also
+    when qpriv 0.1.0 wrote it. It must come from a run with the same ``config``.
     """
-    n_train = x_train.shape[0]
-    if n_train < 1:
+    if x_train.shape[0] < 1:
         raise InvalidInputError("the training set is empty")
-    if reference_losses is not None and len(reference_losses) < config.epochs:
-        raise InvalidInputError(
-            f"reference_losses has {len(reference_losses)} epochs; the run has {config.epochs}"
-        )
-    model.train()
-    optimizer = _make_optimizer(model, config)
-    history: list[dict] = []
-    if checkpoint is not None:
-        history = _restore(checkpoint, model=model, optimizer=optimizer, config=config,
-                           generators=(batch_generator, noise_generator))
-        if history and history[-1].get("diverged"):
-            return history
-    for epoch in range(len(history) + 1, config.epochs + 1):
-        tic = time.perf_counter()
-        fractions = []
-        for index in _batches(n_train, config, batch_generator):
-            stats = dp_step(model, optimizer, x_train[index], y_train[index], config=config,
-                            generator=noise_generator)
-            fractions.append(stats["batch_clip_fraction"])
-        seconds = time.perf_counter() - tic
-        record: dict = {"epoch": epoch, "seconds": seconds,
-                        "batch_clip_fraction": sum(fractions) / max(len(fractions), 1)}
-        eval_gen = (None if eval_generator_seed is None
-                    else torch.Generator().manual_seed(eval_generator_seed))
-        train_eval = evaluate(model, x_train, y_train)
-        test_eval = evaluate(model, x_test, y_test, generator=eval_gen)
-        record.update(train_loss=train_eval["loss"], train_accuracy=train_eval["accuracy"],
-                      test_loss=test_eval["loss"], test_accuracy=test_eval["accuracy"])
-        if reference_losses is not None:
-            ref = reference_losses[epoch - 1]
-            record.update(unclipped_train_loss=ref,
-                          distance_from_unclipped_loss=abs(train_eval["loss"] - ref))
-        if diagnostics:
-            record.update(epoch_diagnostics(model, x_train, y_train, config=config))
-        if not all(math.isfinite(v) for v in record.values() if isinstance(v, float)):
-            record["non_finite"] = True
-        if not math.isfinite(record["train_loss"]):
-            # no step from non-finite weights recovers: stop here, as the forecaster does
-            record["diverged"] = True
-        history.append(record)
-        if checkpoint is not None:
-            atomic_torch_save(checkpoint, {
-                "format": CHECKPOINT_FORMAT, "config": config.as_dict(),
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "batch_generator": batch_generator.get_state(),
-                "noise_generator": noise_generator.get_state(), "history": history})
-        if on_epoch is not None:
-            on_epoch(record)
-        if record.get("diverged"):
-            break
-    return history
-
-
-CHECKPOINT_FORMAT = 1
-"""Version of the classifier checkpoint written by :func:`train_dpsgd`."""
-
-
-def _restore(path: Path, *, model: nn.Module, optimizer: torch.optim.Optimizer,
-             config: DPSGDConfig, generators: tuple[torch.Generator, torch.Generator]
-             ) -> list[dict]:
-    """Load ``path`` into the model, optimizer and generators; its history ([] if none)."""
-    remove_stale_temporaries(path.parent)
-    if not path.is_file():
-        return []
-    fresh = f"delete it to train the run in {path.parent} again from epoch 1"
-    state = load_checkpoint(path, fix=fresh)
-    if state.get("format") != CHECKPOINT_FORMAT:
-        raise InvalidInputError(f"{path} has checkpoint format {state.get('format')!r}, this "
-                                f"version reads {CHECKPOINT_FORMAT}; {fresh}")
-    changed = changed_settings(state.get("config") or {}, config.as_dict())
-    if changed:
-        raise InvalidInputError(f"{path} was written by a run with other DP-SGD settings "
-                                f"({changed}); {fresh}")
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    for generator, key in zip(generators, ("batch_generator", "noise_generator"), strict=True):
-        generator.set_state(state[key])
-    return list(state["history"])
+    recipe = ClassifierRecipe(config, eval_generator_seed=eval_generator_seed,
+                              reference_losses=reference_losses, diagnostics=diagnostics,
+                              on_epoch=on_epoch)
+    # the caller seeded every source (seed None): the trainer reseeds nothing, so the
+    # batches, the noise and the global generator draw as they always did
+    trainer_config = TrainConfig(epochs=config.epochs, batch_size=config.batch_size,
+                                 lr=config.lr, seed=None, amp=False, progress=False,
+                                 device=str(x_train.device))
+    trainer = Trainer(
+        model, train=Examples(x_train, y_train), val=Examples(x_test, y_test),
+        config=trainer_config,
+        checkpoint_dir=None if checkpoint is None else Path(checkpoint).parent,
+        checkpoint_name=CHECKPOINT if checkpoint is None else Path(checkpoint).name,
+        strategy=DPSGDStep(config, batch_generator=batch_generator,
+                           noise_generator=noise_generator),
+        recipe=recipe,
+    )
+    return trainer.fit(resume=True).history

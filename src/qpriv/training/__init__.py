@@ -1,13 +1,15 @@
-"""The forecasters' training loop (trainer, evaluation, checkpoints, seeding) and the DP-SGD
-pieces (per-sample gradients, clipping and noise, Poisson batches) that the classifiers' own loop
-(:mod:`qpriv.classification.dpsgd`) shares."""
+"""The one training loop of every model (trainer, checkpoints, seeding), the forecasters'
+evaluation, and the DP-SGD pieces (per-sample gradients, clipping and noise, Poisson batches)
+that the forecasters' and the classifiers' (:mod:`qpriv.classification.dpsgd`) private steps
+share."""
 
 from qpriv.runs.files import atomic_torch_save, atomic_write_json, load_checkpoint
 from qpriv.training.evaluation import WindowSource, evaluate, seeded_noise
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer, TrainResult
+from qpriv.training.trainer import Recipe, StepStrategy, TrainConfig, Trainer, TrainResult
 
 __all__ = [
+    "Recipe",
     "StepStrategy",
     "TrainConfig",
     "TrainResult",

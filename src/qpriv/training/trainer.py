@@ -1,19 +1,28 @@
-"""The forecasters' training loop (SPEC section 5).
+"""The one training loop of qpriv: the forecasters and the classifiers train in :class:`Trainer`.
 
-RAdam with decoupled weight decay, one learning rate per parameter group (classical and
-quantum attention for the LDPT backbone), ReduceLROnPlateau on the validation loss, MSE loss,
-shuffled batches from a seeded generator, the best-validation weights kept, and a checkpoint
-after every epoch holding everything a resumed run needs to continue to the same result: model,
-optimizer, scheduler, AMP scaler, strategy, every random state, the history and the best weights.
-An epoch whose training or validation loss is not finite ends the run (no step from NaN weights
-can recover): the history marks it ``diverged``, the best-validation weights of an earlier epoch
-are kept, and :attr:`TrainResult.diverged_epoch` says so.
+What every run shares is the loop itself (:meth:`Trainer.fit`): batches drawn at the start of
+each epoch, one update per batch, an evaluation after every epoch that writes one history row,
+a stop at the first epoch whose loss is not finite (no step from NaN weights can recover: the
+row is marked ``diverged`` and :attr:`TrainResult.diverged_epoch` says so), and a checkpoint
+after every epoch holding everything a resumed run needs to continue to the same result:
+model, optimizer, schedule, AMP scaler, strategy, every random state and the history. One
+checkpoint format is written (:data:`CHECKPOINT_FORMAT`); :func:`upgrade_checkpoint` reads the
+two formats of qpriv 0.1.0 into it, so runs killed under that version resume.
 
-How a batch becomes an update is a :class:`StepStrategy`. The default is plain back-propagation;
-a private strategy (DP-SGD: per-sample clipping, noise, Poisson sampling, an accountant)
-overrides its hooks, so every forecasting method trains in this one loop. (The classifiers
-of the second paper have their own epoch loop, :func:`qpriv.classification.dpsgd.train_dpsgd`,
-which shares the DP-SGD pieces of :mod:`qpriv.training.dpsgd`.)
+What differs between runs is injected:
+
+- a :class:`StepStrategy`: how batches are drawn and how a batch becomes an update. The default
+  is plain back-propagation on shuffled batches; the forecasters' DP-SGD
+  (:class:`qpriv.training.dpsgd.DPSGDStrategy`) and the classifiers' DP-SGD
+  (:class:`qpriv.classification.dpsgd.DPSGDStep`) clip per example, add noise and sample
+  Poisson batches (Abadi et al. 2016, "Deep Learning with Differential Privacy", Algorithm 1).
+- a :class:`Recipe`: the optimizer and its schedule, what an epoch records, which weights the
+  run keeps and what it prints. The default is the forecasters' protocol of the LDPT paper
+  (section 7.2): RAdam with decoupled weight decay, one learning rate per parameter group
+  (classical and quantum attention of the LDPT backbone), ReduceLROnPlateau on the validation
+  MSE, the best-validation weights kept. The classifiers'
+  (:class:`qpriv.classification.dpsgd.ClassifierRecipe`) uses SGD or Adam without a schedule,
+  records accuracies and gradient diagnostics, and keeps the last epoch's weights.
 
 Example::
 
@@ -51,18 +60,23 @@ from qpriv.training.seeding import (
 
 CHECKPOINT = "checkpoint.pt"
 BEST = "best.pt"
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+"""Version of the checkpoint :class:`Trainer` writes. 1 was qpriv 0.1.0's forecaster checkpoint
+(the classifiers then wrote their own, also numbered 1); 2 is the one format of every run, with
+an optional schedule and random states. :func:`upgrade_checkpoint` reads both old ones."""
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The training protocol (SPEC section 5 and paper section 7.2 by default).
+    """The training protocol (the LDPT paper's section 7.2 by default).
 
     ``lr`` applies to every parameter group except ``quantum_attention``, which gets
     ``lr_quantum_attention``. ``warmup_epochs`` > 0 ramps every rate linearly from its first
-    step to the full rate (the tuned DP-SGD of paper section 8.3); ReduceLROnPlateau starts
-    after it. ``amp`` is used only on CUDA. ``device`` None picks CUDA when
-    present. ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds.
+    step to the full rate (the tuned DP-SGD of the LDPT paper's section 8.3); ReduceLROnPlateau
+    starts after it. ``amp`` is used only on CUDA. ``device`` None picks CUDA when present.
+    ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds. ``seed`` None:
+    the caller has seeded every random source the run draws from (the classifiers hand their
+    strategy seeded generators), so the trainer seeds none.
     """
 
     epochs: int = 20
@@ -74,7 +88,7 @@ class TrainConfig:
     plateau_patience: int = 5
     plateau_factor: float = 0.5
     warmup_epochs: int = 0
-    seed: int = 2024
+    seed: int | None = 2024
     eval_passes: int = 1
     amp: bool = True
     device: str | None = None
@@ -94,8 +108,9 @@ class TrainConfig:
                 f"warmup_epochs = {self.warmup_epochs} leaves no epoch at the full learning "
                 f"rate out of epochs = {self.epochs}; use fewer warm-up epochs"
             )
-        if isinstance(self.seed, bool) or int(self.seed) != self.seed:
-            raise InvalidInputError(f"seed = {self.seed!r} is not an integer")
+        if self.seed is not None and (isinstance(self.seed, bool)
+                                      or int(self.seed) != self.seed):
+            raise InvalidInputError(f"seed = {self.seed!r} is not an integer (or None)")
         require_in_range("lr", self.lr, low=0.0)
         require_in_range("lr_quantum_attention", self.lr_quantum_attention, low=0.0)
         require_in_range("weight_decay", self.weight_decay, low=0.0, low_inclusive=True)
@@ -105,6 +120,9 @@ class TrainConfig:
     @property
     def eval_seed(self) -> int:
         """The fixed seed of evaluation noise (validation every epoch, and test)."""
+        if self.seed is None:
+            raise InvalidInputError("seed = None leaves evaluation noise unseeded; give the "
+                                    "run's seed to evaluate with the trainer")
         return derive_seed(self.seed, "evaluation")
 
     def as_dict(self) -> dict:
@@ -118,8 +136,9 @@ class StepStrategy:
     ``batch_size`` (the last one smaller), and takes one optimizer step per batch. Hooks for a
     private strategy: :meth:`prepare` (wrap model and optimizer, e.g. for per-sample
     gradients), :meth:`batches` (e.g. Poisson sampling), :meth:`step` (clip, noise, step),
-    :meth:`state_dict` / :meth:`load_state_dict` (e.g. an accountant's history, for resume) and
-    :meth:`report` (what goes into the result, e.g. the epsilon spent).
+    :meth:`state_dict` / :meth:`load_state_dict` (e.g. an accountant's history or the
+    strategy's own generators, for resume; raise :class:`InvalidInputError` for a state of
+    other settings) and :meth:`report` (what goes into the result, e.g. the epsilon spent).
     """
 
     name = "standard"
@@ -159,13 +178,82 @@ class StepStrategy:
         return {"strategy": self.name}
 
 
+class Recipe:
+    """The optimizer and its schedule, what an epoch records, which weights a run keeps.
+
+    The default is the forecasters' protocol: RAdam with
+    decoupled weight decay over the model's parameter groups, ReduceLROnPlateau on the
+    validation MSE after the warm-up, one row per epoch (``epoch``, ``train_loss``,
+    ``val_loss``, ``lr``, ``train_seconds``, ``val_seconds``, and ``diverged`` when a loss is
+    not finite), the best-validation weights kept (:meth:`score`), a summary line per epoch.
+    """
+
+    name = "forecaster"
+
+    def optimizer(self, model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+        """RAdam over the parameter groups; ``quantum_attention`` gets its own rate."""
+        return torch.optim.RAdam(_param_groups(model, config), weight_decay=config.weight_decay,
+                                 decoupled_weight_decay=True)
+
+    def scheduler(
+        self, optimizer: torch.optim.Optimizer, config: TrainConfig
+    ) -> torch.optim.lr_scheduler.ReduceLROnPlateau | None:
+        """ReduceLROnPlateau on the validation loss (None: the rates stay as they are)."""
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="min", factor=config.plateau_factor,
+            patience=config.plateau_patience,
+        )
+
+    def end_epoch(
+        self, trainer: Trainer, *, epoch: int, train_loss: float, train_seconds: float
+    ) -> dict:
+        """Evaluate after the epoch's steps, step the schedule, return the history row (with
+        ``diverged`` when training must stop)."""
+        tic = time.perf_counter()
+        val_loss = trainer.evaluate(trainer.val_data, passes=1)["mse"]
+        val_seconds = time.perf_counter() - tic
+        diverged = not (math.isfinite(train_loss) and math.isfinite(val_loss))
+        past_warm_up = epoch > trainer.config.warmup_epochs  # the plateau counts from there
+        if trainer.scheduler is not None and past_warm_up and not diverged:
+            trainer.scheduler.step(val_loss)
+        return {
+            "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
+            "lr": [group["lr"] for group in trainer.optimizer.param_groups],
+            "train_seconds": train_seconds, "val_seconds": val_seconds,
+            **({"diverged": True} if diverged else {}),
+        }
+
+    def score(self, record: dict) -> float | None:
+        """The loss by which the run keeps its best epoch's weights (lower is better); None
+        keeps the last epoch's."""
+        return record["val_loss"]
+
+    def show(self, trainer: Trainer, record: dict) -> None:
+        """Progress output after the epoch's checkpoint."""
+        if trainer.config.progress:
+            epoch_summary(record, epochs=trainer.config.epochs, best_epoch=trainer.best["epoch"])
+
+
+def _param_groups(model: nn.Module, config: TrainConfig) -> list[dict]:
+    if not hasattr(model, "parameter_groups"):
+        return [{"name": "all", "lr": config.lr, "base_lr": config.lr,
+                 "params": [p for p in model.parameters() if p.requires_grad]}]
+    groups = []
+    for name, params in model.parameter_groups().items():
+        lr = config.lr_quantum_attention if name == "quantum_attention" else config.lr
+        if params:
+            groups.append({"name": name, "params": params, "lr": lr, "base_lr": lr})
+    return groups
+
+
 @dataclass
 class TrainResult:
     """What :meth:`Trainer.fit` returns; ``history`` has one dict per epoch (1-based).
 
     ``diverged_epoch``: the epoch whose training or validation loss was not finite, after which
     training stopped (None: it did not diverge). ``best_epoch`` 0 then means that no epoch
-    finished with a finite validation loss, so the model holds no usable weights.
+    finished with a finite validation loss, so the model holds no usable weights (and always,
+    under a recipe that keeps the last epoch's weights).
     """
 
     best_epoch: int
@@ -181,16 +269,52 @@ class TrainResult:
 
 def diverged_epoch(history: list[dict]) -> int | None:
     """The epoch a training history marks ``diverged`` (a non-finite loss ended training), or
-    None; the forecasters' trainer and the classifiers' loop mark it alike."""
+    None; every recipe marks it alike."""
     return next((row["epoch"] for row in history if row.get("diverged")), None)
 
 
-class Trainer:
-    """Train ``model`` on ``train``, select on ``val``, checkpoint into ``checkpoint_dir``.
+def upgrade_checkpoint(state: dict, *, path: Path, fix: str) -> dict:
+    """``state`` in :data:`CHECKPOINT_FORMAT`, from any format a qpriv version wrote.
 
-    ``model`` must map ``x (B, L, C)`` to ``(B, H, C)``; if it has ``parameter_groups()`` the
-    group named ``quantum_attention`` gets its own learning rate, and if it has ``seed_noise``
-    its noise streams are seeded from the run seed and checkpointed.
+    Format 1 came in two kinds in qpriv 0.1.0: the forecaster trainer's (the keys of format 2,
+    the schedule and random states always present) and the classifiers' own loop's (``config``,
+    ``model``, ``optimizer``, ``batch_generator``, ``noise_generator``, ``history``: no
+    schedule, no scaler, no global random state saved). The classifiers' becomes the state of
+    :class:`qpriv.classification.dpsgd.DPSGDStep` (its settings and its two generators).
+
+    Raises:
+        InvalidInputError: a format this version cannot read; ``fix`` says what to do.
+    """
+    version = state.get("format")
+    if version == CHECKPOINT_FORMAT:
+        return state
+    if version == 1 and "train_config" in state:  # the forecasters' trainer
+        return {**state, "format": CHECKPOINT_FORMAT}
+    if version == 1 and "batch_generator" in state:  # the classifiers' loop
+        history = list(state["history"])
+        return {
+            "format": CHECKPOINT_FORMAT, "epoch": len(history), "train_config": None,
+            "model": state["model"], "optimizer": state["optimizer"], "scheduler": None,
+            "scaler": None,
+            "strategy": {key: state[key]
+                         for key in ("config", "batch_generator", "noise_generator")},
+            "rng": {"global": None, "shuffle": None, "model_noise": None},
+            "history": history,
+            "best": {"epoch": 0, "val_loss": math.inf, "model": None},
+        }
+    raise InvalidInputError(f"{path} has checkpoint format {version!r}, this version reads "
+                            f"1 and {CHECKPOINT_FORMAT}; {fix}")
+
+
+class Trainer:
+    """Train ``model`` on ``train``, evaluate on ``val``, checkpoint into ``checkpoint_dir``.
+
+    Under the default :class:`Recipe` (the forecasters'), ``model`` maps ``x (B, L, C)`` to
+    ``(B, H, C)``; if it has ``parameter_groups()`` the group named ``quantum_attention`` gets
+    its own learning rate. If it has ``seed_noise`` its noise streams are seeded from the run
+    seed and checkpointed. ``checkpoint_name``: the checkpoint's file in ``checkpoint_dir``
+    (a directory may hold the checkpoints of several runs, as a classifier's and its
+    unclipped twin's); ``best.pt`` beside it holds the best weights of a recipe that keeps them.
     """
 
     def __init__(
@@ -201,7 +325,9 @@ class Trainer:
         val: WindowSource,
         config: TrainConfig,
         checkpoint_dir: str | Path | None = None,
+        checkpoint_name: str = CHECKPOINT,
         strategy: StepStrategy | None = None,
+        recipe: Recipe | None = None,
     ) -> None:
         self.config = config
         self.device = torch.device(
@@ -211,23 +337,23 @@ class Trainer:
         self.train_data = train.to(self.device) if hasattr(train, "to") else train
         self.val_data = val.to(self.device) if hasattr(val, "to") else val
         if len(self.train_data) < 1 or len(self.val_data) < 1:
-            raise InvalidInputError("training and validation sets need at least one window")
+            raise InvalidInputError(
+                f"the training set has {len(self.train_data)} and the validation set "
+                f"{len(self.val_data)} examples (windows); each needs at least one"
+            )
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
+        self.checkpoint_name = checkpoint_name
         self.strategy = strategy or StepStrategy()
+        self.recipe = recipe or Recipe()
         model = model.to(self.device)
-        if hasattr(model, "seed_noise"):  # noise generators on the device, seeded from the run
+        if hasattr(model, "seed_noise") and config.seed is not None:  # noise generators on the
+            # device, seeded from the run
             model.seed_noise(derive_seed(config.seed, "model-noise"), device=self.device)
-        optimizer = torch.optim.RAdam(
-            self._param_groups(model), weight_decay=config.weight_decay,
-            decoupled_weight_decay=True,
-        )
         self.model, self.optimizer = self.strategy.prepare(
-            model, optimizer, n_train=len(self.train_data), batch_size=config.batch_size
+            model, self.recipe.optimizer(model, config), n_train=len(self.train_data),
+            batch_size=config.batch_size,
         )
-        self.scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-            self.optimizer, mode="min", factor=config.plateau_factor,
-            patience=config.plateau_patience,
-        )
+        self.scheduler = self.recipe.scheduler(self.optimizer, config)
         self.scaler = torch.amp.GradScaler(
             "cuda", enabled=self.amp and not torch.cuda.is_bf16_supported()
         )
@@ -235,23 +361,12 @@ class Trainer:
         self.history: list[dict] = []
         self.best: dict = {"epoch": 0, "val_loss": float("inf"), "model": None}
 
-    def _param_groups(self, model: nn.Module) -> list[dict]:
-        cfg = self.config
-        if not hasattr(model, "parameter_groups"):
-            return [{"name": "all", "lr": cfg.lr, "base_lr": cfg.lr,
-                     "params": [p for p in model.parameters() if p.requires_grad]}]
-        groups = []
-        for name, params in model.parameter_groups().items():
-            lr = cfg.lr_quantum_attention if name == "quantum_attention" else cfg.lr
-            if params:
-                groups.append({"name": name, "params": params, "lr": lr, "base_lr": lr})
-        return groups
-
     # -- the loop --------------------------------------------------------------------------
 
     def fit(self, *, resume: bool = False) -> TrainResult:
         """Train for ``config.epochs`` epochs (continuing from the checkpoint if ``resume`` and
-        one exists), then load the best-validation weights into the model."""
+        one exists), then load the weights the recipe keeps (the best-validation ones for the
+        forecasters, the last epoch's for the classifiers) into the model."""
         cfg = self.config
         if self.checkpoint_dir is not None:
             remove_stale_temporaries(self.checkpoint_dir)
@@ -265,26 +380,18 @@ class Trainer:
             if self.diverged_epoch is not None:  # a resumed run that had already diverged
                 break
             train_loss, train_seconds = self._train_epoch(epoch)
-            tic = time.perf_counter()
-            val_loss = self.evaluate(self.val_data, passes=1)["mse"]
-            val_seconds = time.perf_counter() - tic
-            diverged = not (math.isfinite(train_loss) and math.isfinite(val_loss))
-            if epoch > cfg.warmup_epochs and not diverged:  # the plateau counts from the
-                self.scheduler.step(val_loss)                # end of the warm-up
-            if not diverged and val_loss < self.best["val_loss"]:
-                self.best = {"epoch": epoch, "val_loss": val_loss, "model": self._weights()}
+            record = self.recipe.end_epoch(self, epoch=epoch, train_loss=train_loss,
+                                           train_seconds=train_seconds)
+            score = self.recipe.score(record)
+            if score is not None and not record.get("diverged") and score < self.best["val_loss"]:
+                self.best = {"epoch": epoch, "val_loss": score, "model": self._weights()}
                 if self.checkpoint_dir is not None:
                     atomic_torch_save(self.checkpoint_dir / BEST, self.best)
-            self.history.append({
-                "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
-                "lr": [group["lr"] for group in self.optimizer.param_groups],
-                "train_seconds": train_seconds, "val_seconds": val_seconds,
-                **({"diverged": True} if diverged else {}),
-            })
+            self.history.append(record)
             if self.checkpoint_dir is not None:
-                atomic_torch_save(self.checkpoint_dir / CHECKPOINT, self._checkpoint(epoch))
-            if cfg.progress:
-                epoch_summary(self.history[-1], epochs=cfg.epochs, best_epoch=self.best["epoch"])
+                atomic_torch_save(self.checkpoint_dir / self.checkpoint_name,
+                                  self._checkpoint(epoch))
+            self.recipe.show(self, record)
         if self.best["model"] is not None:
             self._module().load_state_dict(self.best["model"])
         return TrainResult(best_epoch=self.best["epoch"], best_val_loss=self.best["val_loss"],
@@ -298,12 +405,12 @@ class Trainer:
     def _train_epoch(self, epoch: int) -> tuple[float, float]:
         cfg = self.config
         self.model.train()
+        tic = time.perf_counter()
         batches = self.strategy.batches(
             len(self.train_data), batch_size=cfg.batch_size, generator=self.shuffle
         )
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         seen = 0
-        tic = time.perf_counter()
         with epoch_bar(total=len(batches), epoch=epoch, epochs=cfg.epochs,
                        enabled=cfg.progress) as bar:
             for i, index in enumerate(batches):
@@ -347,6 +454,8 @@ class Trainer:
 
     def _seed(self) -> None:
         seed = self.config.seed
+        if seed is None:  # the caller seeded the run's sources
+            return
         seed_everything(seed)
         self.shuffle.manual_seed(derive_seed(seed, "shuffle"))
         if hasattr(self._module(), "seed_noise"):
@@ -363,7 +472,7 @@ class Trainer:
             "train_config": self.config.as_dict(),
             "model": module.state_dict(),
             "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
+            "scheduler": None if self.scheduler is None else self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
             "strategy": self.strategy.state_dict(),
             "rng": {
@@ -377,33 +486,42 @@ class Trainer:
 
     def _restore(self) -> int | None:
         """Load the checkpoint if there is one; return its epoch (None: nothing to resume)."""
-        path = None if self.checkpoint_dir is None else self.checkpoint_dir / CHECKPOINT
-        if path is None or not path.is_file():
+        if self.checkpoint_dir is None:
             return None
-        state = load_checkpoint(path, fix=f"delete it to train the run in {path.parent} "
-                                          "again from epoch 1, or start afresh in another out_dir")
-        if state.get("format") != CHECKPOINT_FORMAT:
-            raise InvalidInputError(
-                f"{path} has checkpoint format {state.get('format')!r}, this version reads "
-                f"{CHECKPOINT_FORMAT}; start the run afresh in a new directory"
-            )
+        path = self.checkpoint_dir / self.checkpoint_name
+        if not path.is_file():
+            return None
+        fresh = (f"delete it to train the run in {path.parent} again from epoch 1, or start "
+                 "afresh in another out_dir")
+        state = upgrade_checkpoint(load_checkpoint(path, fix=fresh), path=path, fix=fresh)
+        try:  # first: a checkpoint of other settings changes nothing
+            self.strategy.load_state_dict(state["strategy"])
+        except InvalidInputError as err:
+            raise InvalidInputError(f"{path}: {err}; {fresh}") from None
         module = self._module()
         module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
-        self.strategy.load_state_dict(state["strategy"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+        if state["scaler"] is not None:
+            self.scaler.load_state_dict(state["scaler"])
+        rng = state["rng"]
         if hasattr(module, "seed_noise"):
             module.seed_noise(0, device=self.device)
-            module.load_noise_state(state["rng"]["model_noise"])
-        set_global_rng_state(state["rng"]["global"])
-        self.shuffle.set_state(state["rng"]["shuffle"])
+            module.load_noise_state(rng["model_noise"])
+        if rng["global"] is not None:  # qpriv 0.1.0's classifiers drew nothing from it
+            set_global_rng_state(rng["global"])
+        if rng["shuffle"] is not None:
+            self.shuffle.set_state(rng["shuffle"])
         self.history = list(state["history"])
         self.best = dict(state["best"])
-        # best.pt is written before checkpoint.pt: a kill between the two leaves it one epoch
-        # ahead of the checkpoint, so it is put back to the checkpoint's best
+        self._put_back_best()
+        return int(state["epoch"])
+
+    def _put_back_best(self) -> None:
+        """best.pt is written before the checkpoint: a kill between the two leaves it one epoch
+        ahead of the checkpoint, so it is put back to the checkpoint's best."""
         if self.best["model"] is not None:
             atomic_torch_save(self.checkpoint_dir / BEST, self.best)
         else:
             (self.checkpoint_dir / BEST).unlink(missing_ok=True)
-        return int(state["epoch"])

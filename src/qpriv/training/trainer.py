@@ -41,6 +41,7 @@ from qpriv.runs.files import (
     load_checkpoint,
     remove_stale_temporaries,
 )
+from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE
 from qpriv.training.evaluation import WindowSource, autocast, evaluate
 from qpriv.training.seeding import (
     derive_seed,
@@ -49,8 +50,6 @@ from qpriv.training.seeding import (
     set_global_rng_state,
 )
 
-CHECKPOINT = "checkpoint.pt"
-BEST = "best.pt"
 CHECKPOINT_FORMAT = 1
 
 
@@ -260,7 +259,7 @@ class Trainer:
             self._seed()
             start = 0
             if self.checkpoint_dir is not None:  # a killed first epoch's, not this run's
-                (self.checkpoint_dir / BEST).unlink(missing_ok=True)
+                (self.checkpoint_dir / BEST_FILE).unlink(missing_ok=True)
         for epoch in range(start + 1, cfg.epochs + 1):
             if self.diverged_epoch is not None:  # a resumed run that had already diverged
                 break
@@ -274,7 +273,7 @@ class Trainer:
             if not diverged and val_loss < self.best["val_loss"]:
                 self.best = {"epoch": epoch, "val_loss": val_loss, "model": self._weights()}
                 if self.checkpoint_dir is not None:
-                    atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+                    atomic_torch_save(self.checkpoint_dir / BEST_FILE, self.best)
             self.history.append({
                 "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
                 "lr": [group["lr"] for group in self.optimizer.param_groups],
@@ -282,7 +281,7 @@ class Trainer:
                 **({"diverged": True} if diverged else {}),
             })
             if self.checkpoint_dir is not None:
-                atomic_torch_save(self.checkpoint_dir / CHECKPOINT, self._checkpoint(epoch))
+                atomic_torch_save(self.checkpoint_dir / CHECKPOINT_FILE, self._checkpoint(epoch))
             if cfg.progress:
                 epoch_summary(self.history[-1], epochs=cfg.epochs, best_epoch=self.best["epoch"])
         if self.best["model"] is not None:
@@ -377,7 +376,7 @@ class Trainer:
 
     def _restore(self) -> int | None:
         """Load the checkpoint if there is one; return its epoch (None: nothing to resume)."""
-        path = None if self.checkpoint_dir is None else self.checkpoint_dir / CHECKPOINT
+        path = None if self.checkpoint_dir is None else self.checkpoint_dir / CHECKPOINT_FILE
         if path is None or not path.is_file():
             return None
         state = load_checkpoint(path, fix=f"delete it to train the run in {path.parent} "
@@ -403,7 +402,7 @@ class Trainer:
         # best.pt is written before checkpoint.pt: a kill between the two leaves it one epoch
         # ahead of the checkpoint, so it is put back to the checkpoint's best
         if self.best["model"] is not None:
-            atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+            atomic_torch_save(self.checkpoint_dir / BEST_FILE, self.best)
         else:
-            (self.checkpoint_dir / BEST).unlink(missing_ok=True)
+            (self.checkpoint_dir / BEST_FILE).unlink(missing_ok=True)
         return int(state["epoch"])

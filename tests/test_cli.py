@@ -124,7 +124,7 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
     assert (tmp_path / "r" / "result.json").is_file()
     # the same --out without --resume is refused, and nothing is overwritten
     assert main(argv) == 2
-    assert "already holds a run" in capsys.readouterr().err
+    assert "already holds a finished run" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")

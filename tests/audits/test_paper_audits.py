@@ -25,7 +25,8 @@ from qpriv.audits.paper import (
 )
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, run_forecast
+from qpriv.forecasting.run import run_forecast
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 

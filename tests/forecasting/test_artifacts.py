@@ -12,8 +12,7 @@ import torch
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE
-from qpriv.training.trainer import BEST
+from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, RESULT_FILE
 
 
 @pytest.fixture
@@ -26,7 +25,7 @@ def test_load_run_rebuilds_the_model_and_the_data(ldpt_run_dir):
     run = load_run(ldpt_run_dir)
     assert run.method == "ldpt" and run.eps_per_pass == 0.1 and run.claims_local_qdp
     assert run.config.p == pytest.approx(run.result["p"]) and run.config.dim == 16
-    best = torch.load(ldpt_run_dir / BEST, weights_only=True)
+    best = torch.load(ldpt_run_dir / BEST_FILE, weights_only=True)
     for name, value in run.model.state_dict().items():
         assert torch.equal(value, best["model"][name]), name
     assert not run.model.training
@@ -59,12 +58,12 @@ def test_refuses_an_unfinished_run(run_copy):
 @pytest.mark.parametrize(
     ("damage", "match"),
     [(lambda d: (d / CONFIG_FILE).unlink(), "not a qpriv run: it has no config.json"),
-     (lambda d: (d / BEST).unlink(), "has no best.pt"),
+     (lambda d: (d / BEST_FILE).unlink(), "has no best.pt"),
      (lambda d: (d / RESULT_FILE).write_text("{not json"), "cannot read .*result.json"),
      (lambda d: (d / CONFIG_FILE).write_text("[1, 2]"), "not a JSON object"),
      (lambda d: (d / RESULT_FILE).write_text('{"method": "ldpt"}'), "lacks"),
-     (lambda d: (d / BEST).write_bytes(b"garbage"), "cannot read .*best.pt"),
-     (lambda d: torch.save({"epoch": 1}, d / BEST), "holds no model weights")],
+     (lambda d: (d / BEST_FILE).write_bytes(b"garbage"), "cannot read .*best.pt"),
+     (lambda d: torch.save({"epoch": 1}, d / BEST_FILE), "holds no model weights")],
 )
 def test_refuses_damaged_files(run_copy, damage, match):
     damage(run_copy)

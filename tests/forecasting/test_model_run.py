@@ -66,7 +66,7 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
     # sigma is calibrated to the overridden d_model: p / sqrt(8)
     assert result["sigma"] == pytest.approx(result["p"] / 8**0.5)
 
-    with pytest.raises(InvalidInputError, match="already holds a run"):
+    with pytest.raises(InvalidInputError, match="already holds a finished run"):
         run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
     with pytest.raises(InvalidInputError, match="settings differ"):
         run_forecast(method="ldpt", eps=0.2, horizon=4, epochs=2, out_dir=out, resume=True,

@@ -41,7 +41,7 @@ import torch
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.forecasting.run import CONFIG_FILE, RESULT_FILE, read_request
+from qpriv.forecasting.run import read_request
 from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind
@@ -50,6 +50,7 @@ from qpriv.privacy.theorems import channel_epsilon, hybrid_composition
 from qpriv.privacy.trace_distance import single_feature_trace_distances
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator
 from qpriv.quantum.states import amplitude_encode, density_matrix, fidelity
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 

@@ -43,6 +43,7 @@ from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
 from qpriv.runs.files import changed_settings
+from qpriv.runs.layout import CHECKPOINT_FILE
 from qpriv.training.dpsgd import (
     assign_flat_gradient,
     clip_and_noise,
@@ -50,7 +51,7 @@ from qpriv.training.dpsgd import (
     per_sample_gradients_loop,
     poisson_batches,
 )
-from qpriv.training.trainer import CHECKPOINT, Recipe, StepStrategy, TrainConfig, Trainer
+from qpriv.training.trainer import Recipe, StepStrategy, TrainConfig, Trainer
 
 __all__ = ["ClassifierRecipe", "DPSGDConfig", "DPSGDStep", "Examples", "dp_step",
            "epoch_diagnostics", "evaluate", "noise_multiplier_for", "per_example_gradients",
@@ -410,7 +411,7 @@ def train_dpsgd(
         model, train=Examples(x_train, y_train), val=Examples(x_test, y_test),
         config=trainer_config,
         checkpoint_dir=None if checkpoint is None else Path(checkpoint).parent,
-        checkpoint_name=CHECKPOINT if checkpoint is None else Path(checkpoint).name,
+        checkpoint_name=CHECKPOINT_FILE if checkpoint is None else Path(checkpoint).name,
         strategy=DPSGDStep(config, batch_generator=batch_generator,
                            noise_generator=noise_generator),
         recipe=recipe,

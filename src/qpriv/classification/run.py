@@ -45,7 +45,11 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
-from qpriv.runs.files import atomic_write_json, changed_settings, read_json_object
+from qpriv.runs.directory import check_out_dir as check_run_dir
+from qpriv.runs.directory import open_run
+from qpriv.runs.files import atomic_write_json
+from qpriv.runs.layout import CHECKPOINT_FILE, REFERENCE_FILE, RESULT_FILE
+from qpriv.runs.layout import TUNING_FILE as TUNING_FILE  # where qpriv.cli looks for it
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
 
@@ -55,13 +59,6 @@ QUANTUM = ("quantum", "quantum-image")
 DEFAULT_LAYERS = {"quantum": 8, "quantum-image": 28}
 """Default circuit depth: 3 n L angles, so 96 for 4 qubits and 504 for the 6-qubit image
 classifier (the paper's "around 500 trainable parameters")."""
-CONFIG_FILE = "config.json"
-RESULT_FILE = "result.json"
-CHECKPOINT_FILE = "checkpoint.pt"
-REFERENCE_CHECKPOINT = "reference.pt"
-"""The unclipped twin's checkpoint (``unclipped_reference``)."""
-TUNING_FILE = "lr_tuning.json"
-"""``qpriv train-classifier --lr-grid``'s choice, kept so that a resumed run need not tune."""
 ACCOUNTANT = ACCOUNTANTS["rdp"]
 ACCOUNTING_NOTE = (
     f"{ACCOUNTANT}: sigma from opacus.accountants.utils.get_noise_multiplier("
@@ -194,13 +191,10 @@ def train_classifier(
                              sampling="poisson" if eps is not None else "shuffle")
         privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta)
         config = replace(config, noise_multiplier=privacy["sigma"])
-        if out is not None:  # only once every setting, the accountant's included, is accepted
-            if resume and (out / CONFIG_FILE).is_file():
-                _check_same_request(out, written_request)
-                if (out / RESULT_FILE).is_file():
-                    return read_json_object(out / RESULT_FILE,
-                                            fix=f"delete it to evaluate the run in {out} again")
-            atomic_write_json(out / CONFIG_FILE, written_request)
+        # only once every setting, the accountant's included, is accepted
+        finished = open_run(out, written_request, resume=resume, ignore=_UNCHECKED)
+        if finished is not None:
+            return finished
         initial = {k: v.detach().clone() for k, v in net.state_dict().items()}
 
         reference, reference_info = None, {}
@@ -211,7 +205,7 @@ def train_classifier(
             ref_history = train_dpsgd(
                 twin, **inputs, config=ref_config, diagnostics=False,
                 **_generators(seed), on_epoch=_printer("unclipped", epochs, progress),
-                checkpoint=None if out is None else out / REFERENCE_CHECKPOINT,
+                checkpoint=None if out is None else out / REFERENCE_FILE,
             )
             # a reference that diverged has no loss to measure the later epochs against
             reference = [h["train_loss"] for h in ref_history]
@@ -266,44 +260,21 @@ def train_classifier(
 
 
 def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path | None:
-    """``out_dir`` as a Path if a run may write there (None stays None).
+    """``out_dir`` as a Path if a classifier run may write there (None stays None): the rules of
+    :func:`qpriv.runs.directory.check_out_dir`, a run marked by its result or checkpoints.
 
     Raises:
         InvalidInputError: it is a file; it already holds a run and ``resume`` is False;
-            ``resume`` without an ``out_dir``, or with one that holds a checkpoint but no
+            ``resume`` without an ``out_dir``, or with one that holds a run but no
             ``config.json`` (its settings cannot be checked).
     """
-    if out_dir is None:
-        if resume:
-            raise InvalidInputError("resume needs the out_dir of the run to continue (--out)")
-        return None
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
-    held = [name for name in (RESULT_FILE, CHECKPOINT_FILE, REFERENCE_CHECKPOINT)
-            if (out / name).exists()]
-    if held and not resume:
-        what = "a finished run" if RESULT_FILE in held else "an unfinished run"
-        raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "
-                                "(qpriv train-classifier: --resume) to continue or read it, or "
-                                "choose another out_dir")
-    if resume and held and not (out / CONFIG_FILE).is_file():
-        raise InvalidInputError(f"cannot resume the run in {out}: it has no {CONFIG_FILE}, so its "
-                                "settings cannot be checked; start afresh in another out_dir")
-    return out
+    return check_run_dir(out_dir, resume=resume, marks=(RESULT_FILE, CHECKPOINT_FILE,
+                                                        REFERENCE_FILE),
+                         command="train-classifier")
 
 
 _UNCHECKED = ("threads",)
 """Request keys a resumed run may change: they do not change what is computed."""
-
-
-def _check_same_request(out: Path, request: dict) -> None:
-    fresh = "resume with the same settings, or start a new run in another out_dir"
-    saved = read_json_object(out / CONFIG_FILE, fix=fresh)
-    changed = changed_settings(saved, request, ignore=_UNCHECKED)
-    if changed:
-        raise InvalidInputError(f"cannot resume the run in {out}: its settings differ in "
-                                f"{changed}; {fresh}")
 
 
 def _validate(**args) -> dict:

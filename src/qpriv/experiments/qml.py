@@ -101,7 +101,7 @@ from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
-from qpriv.runs.files import atomic_write_json, read_json_object
+from qpriv.runs.cache import cached_json
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
@@ -253,21 +253,19 @@ def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> 
     if plan.lr_factors and run.lr is None and not run.validation:
         tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=progress)
         run = replace(run, lr=tuning["lr"])
-    path = Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json"
-    result = None
-    if path.is_file():
-        try:
-            result = read_json_object(path, fix="it is trained again")
-        except InvalidInputError as damaged:  # a cache of a seeded run: recompute it
-            print(f"qpriv: {damaged}", file=sys.stderr)
-    if result is None:
+
+    def train() -> dict:
         result = train_classifier(**run.arguments(plan), threads=1, progress=False)
         if tuning:
             result["lr_tuning"] = tuning
-        atomic_write_json(path, result)
         if progress:
             print(f"  {run.key(plan)}: {result['evaluated_on']} accuracy "
                   f"{result['accuracy']:.3f}, {result['seconds']:.1f} s", file=sys.stderr)
+        return result
+
+    # a cache of a seeded run: a damaged one is trained again
+    result = cached_json(Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json", train,
+                         damaged="recompute", fix="it is trained again")
     return {**result, "lr_tuning": tuning} if tuning else result
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from qpriv.audits.channel import ChannelAudit, audit_channel
 from qpriv.forecasting.run import run_forecast
+from qpriv.runs.layout import CHECKPOINT_FILE
 
 #: The quickstart budget: chosen so that the three runs finish in under 10 minutes on 2 cores.
 QUICK_EPOCHS = 3
@@ -64,7 +65,7 @@ def run_quickstart(
         resume = False
         if out_dir is not None:
             run_dir = Path(out_dir) / run.label.replace(" ", "_").replace("=", "")
-            resume = (run_dir / "checkpoint.pt").exists()  # finished ones are read back
+            resume = (run_dir / CHECKPOINT_FILE).exists()  # finished ones are read back
         result = run_forecast(
             dataset=dataset, horizon=horizon, method=run.method, eps=run.eps, epochs=epochs,
             seed=seed, max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,

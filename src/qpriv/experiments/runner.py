@@ -11,7 +11,6 @@ beside ours as ``paper_<metric>``. Outputs, each written atomically, in ``OUT/<i
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
 import sys
@@ -32,20 +31,20 @@ from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import METHODS
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind
+from qpriv.runs.cache import cached_json
 from qpriv.runs.files import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
     read_json_object,
 )
+from qpriv.runs.layout import CHECKPOINT_FILE, MIA_FILE, RESULT_FILE
 from qpriv.tables import format_table
 
 KEYS = ("dataset", "horizon", "method", "eps")
 QUICK_SECONDS_PER_CELL = 20
 """An estimate of one quick cell at one thread on 2 busy CPU cores (an LDPT cell measured
 17 s), for --list."""
-RESULT_FILE = "result.json"
-MIA_FILE = "mia.json"
 
 
 @dataclass
@@ -162,21 +161,29 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
     """Train the cell unless it is finished; return its run directory."""
 
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
-    if (run_dir / RESULT_FILE).is_file():
-        return run_dir
     overrides = dict(budget.model) | dict(cell.overrides)
     batch = None
     if budget.max_train_windows is not None:  # a small budget still fits one batch
         batch = min(512 if cell.method == "dpsgd-tuned" else 64, budget.max_train_windows)
-    run_forecast(
-        dataset=cell.dataset, horizon=cell.horizon, method=cell.method, eps=cell.eps,
-        seed=cell.seed, epochs=budget.epochs, batch_size=batch,
-        max_train_windows=budget.max_train_windows, max_eval_windows=budget.max_eval_windows,
-        seq_len=budget.seq_len, overrides=overrides or None, out_dir=run_dir,
-        resume=(run_dir / "checkpoint.pt").is_file(), progress=progress, data_dir=data_dir,
-        threads=threads, rigorous=budget.rigorous,
-    )
+
+    def train() -> dict:
+        return run_forecast(
+            dataset=cell.dataset, horizon=cell.horizon, method=cell.method, eps=cell.eps,
+            seed=cell.seed, epochs=budget.epochs, batch_size=batch,
+            max_train_windows=budget.max_train_windows,
+            max_eval_windows=budget.max_eval_windows, seq_len=budget.seq_len,
+            overrides=overrides or None, out_dir=run_dir,
+            resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
+            data_dir=data_dir, threads=threads, rigorous=budget.rigorous,
+        )
+
+    cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),
+                store="by-compute")
     return run_dir
+
+
+def _recompute_cell(run_dir: Path) -> str:
+    return f"delete {run_dir} and run again to recompute this cell"
 
 
 def _value(entry: Any) -> Any:
@@ -186,8 +193,7 @@ def _value(entry: Any) -> Any:
 def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
                  data_dir: str | Path | None) -> dict[str, Any]:
     """The metrics of one finished run (derived columns are left to the experiment)."""
-    result = read_json_object(run_dir / RESULT_FILE,
-                              fix=f"delete {run_dir} and run again to recompute this cell")
+    result = read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir))
     history = result.get("history") or []
     best = result.get("best_epoch") or 0
     values: dict[str, Any] = {
@@ -214,14 +220,10 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:
     """Table 9's attack on the run, cached in ``mia.json`` beside it."""
 
-    path = run_dir / MIA_FILE
-    report = None
-    if path.is_file():
-        with contextlib.suppress(InvalidInputError):  # a damaged cache is recomputed
-            report = read_json_object(path, fix="")
-    if not isinstance((report or {}).get("attack"), dict):
-        report = mia_on_run(run_dir, n=budget.mia_windows, data_dir=data_dir)
-        atomic_write_json(path, report)
+    report = cached_json(
+        run_dir / MIA_FILE, lambda: mia_on_run(run_dir, n=budget.mia_windows, data_dir=data_dir),
+        damaged="recompute", fix="the attack is run again",
+        valid=lambda kept: isinstance(kept.get("attack"), dict))
     attack = report["attack"]
     tpr = {f"mia_tpr_{t['target_fpr'] * 100:g}pct": t["tpr"] for t in attack["tpr_at_fpr"]}
     return {"mia_accuracy": attack["accuracy"], "mia_auc": attack["auc"],

@@ -26,11 +26,11 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.methods import replace_config
 from qpriv.forecasting.model import LDPTForecaster
-from qpriv.forecasting.run import ADDED_REQUEST_KEYS, CONFIG_FILE, RESULT_FILE
+from qpriv.forecasting.run import ADDED_REQUEST_KEYS
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
-from qpriv.training.trainer import BEST
+from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, RESULT_FILE
 
 RERUN = "re-run the training into a fresh directory"
 
@@ -138,19 +138,19 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
             f"{path}: the model settings in {RESULT_FILE} differ from those in {CONFIG_FILE}; "
             "the directory mixes two runs. Re-run it into a fresh directory"
         )
-    if result.get("diverged_epoch") and not (path / BEST).is_file():
+    if result.get("diverged_epoch") and not (path / BEST_FILE).is_file():
         raise InvalidInputError(
             f"{path}: training diverged at epoch {result['diverged_epoch']} (loss not finite) "
-            f"before any epoch had a finite validation loss, so the run has no model ({BEST}) "
+            f"before any epoch had a finite validation loss, so the run has no model ({BEST_FILE}) "
             "to attack or audit"
         )
-    best = _read_best(path / BEST)
+    best = _read_best(path / BEST_FILE)
     model = LDPTForecaster(config)
     try:
         model.load_state_dict(best["model"])
     except RuntimeError as exc:
         raise InvalidInputError(
-            f"{path / BEST}: the weights do not fit the model recorded in {CONFIG_FILE} "
+            f"{path / BEST_FILE}: the weights do not fit the model recorded in {CONFIG_FILE} "
             f"({str(exc).splitlines()[0]}); the directory mixes two runs"
         ) from exc
     model.eval()
@@ -187,7 +187,7 @@ def _model_config(settings: Any, *, where: Path) -> ModelConfig:
 def _read_best(path: Path) -> dict:
     if not path.is_file():
         raise InvalidInputError(
-            f"{path.parent} has no {BEST} (the best-validation weights); the run directory is "
+            f"{path.parent} has no {BEST_FILE} (the best-validation weights); the run directory is "
             "incomplete. Re-run the training into a fresh directory"
         )
     best = load_checkpoint(path, fix=RERUN)

@@ -14,7 +14,6 @@ Two services for :func:`qpriv.forecasting.run.run_forecast`:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -27,7 +26,7 @@ from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
 from qpriv.privacy.claims import Kind
-from qpriv.runs.files import atomic_write_json
+from qpriv.runs.cache import cached_json
 
 RIGOROUS_UNITS = ("token", "window", "record")
 RIGOROUS_PRIVACY = ("rigorous (eps, delta) per record over training of the quantum features "
@@ -74,17 +73,13 @@ def covered(config: ModelConfig) -> str:
 def _cached_summary(key: str) -> dict:
     settings = json.loads(key)
     path = accounting_cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
-    if path.is_file():
-        try:
-            saved = json.loads(path.read_text())
-            if saved.get("settings") == settings:
-                return saved["summary"]
-        except (OSError, ValueError, KeyError):
-            pass  # a damaged cache entry is recomputed and rewritten
-    summary = _compute_summary(settings)
-    with contextlib.suppress(OSError):  # an unwritable cache costs the next run a minute
-        atomic_write_json(path, {"settings": settings, "summary": summary})
-    return summary
+    # an unwritable cache costs the next run a minute; a damaged entry is computed again
+    kept = cached_json(
+        path, lambda: {"settings": settings, "summary": _compute_summary(settings)},
+        damaged="recompute", fix="it is computed again", store="if-possible",
+        valid=lambda saved: (saved.get("settings") == settings
+                             and isinstance(saved.get("summary"), dict)))
+    return kept["summary"]
 
 
 def _compute_summary(settings: dict) -> dict:

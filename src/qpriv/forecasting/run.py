@@ -52,17 +52,13 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.runs.files import (
-    atomic_write_json,
-    changed_settings,
-    read_json_object,
-)
+from qpriv.runs.directory import check_out_dir, open_run, read_settings
+from qpriv.runs.files import atomic_write_json
+from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import CHECKPOINT, StepStrategy, TrainConfig, Trainer
+from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer
 
-CONFIG_FILE = "config.json"
-RESULT_FILE = "result.json"
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
 DEFAULT_DELTA = 1e-5
@@ -77,9 +73,7 @@ unfinished one is not resumed: its settings cannot be checked.)"""
 def read_request(path: Path) -> dict:
     """A run's config.json, with :data:`ADDED_REQUEST_KEYS` filled in where an older run lacks
     them, so that runs written before and after compare by what they did."""
-    saved = read_json_object(path, fix="the run's settings cannot be checked: start a new run "
-                                       "in another out_dir")
-    return {**ADDED_REQUEST_KEYS, **saved}
+    return read_settings(path, defaults=ADDED_REQUEST_KEYS)
 
 
 def run_forecast(
@@ -197,8 +191,8 @@ def run_forecast(
         raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
     if setup.eps_per_pass is not None:
         advanced_composition(setup.eps_per_pass, epochs=epochs, delta_prime=delta_prime)
-    out = Path(out_dir) if out_dir is not None else None
-    _check_out_dir(out, resume=resume)
+    out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE),
+                        command="train")
 
     saved_threads = torch.get_num_threads()
     if threads is not None:
@@ -229,13 +223,13 @@ def run_forecast(
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
             "train": {k: v for k, v in train_config.as_dict().items() if k != "progress"},
         }
-        if out is not None:
-            _write_config(out / CONFIG_FILE, request, resume=resume)
-            if resume and (out / RESULT_FILE).is_file():
-                # finished with these very settings: the result stands (evaluation is seeded,
-                # so evaluating again would only repeat it)
-                return read_json_object(out / RESULT_FILE,
-                                        fix=f"delete it to evaluate the run in {out} again")
+        # the file of a named dataset may be found elsewhere on resume (another
+        # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
+        # the bytes are the same and only a user CSV's path counts as a setting
+        finished = open_run(out, request, resume=resume, defaults=ADDED_REQUEST_KEYS,
+                            ignore={"source"} if data.dataset in DATASETS else ())
+        if finished is not None:
+            return finished
 
         seed_everything(derive_seed(seed, "model-init"))
         model = LDPTForecaster(setup.config)
@@ -400,49 +394,3 @@ def _feature_counts(model: LDPTForecaster) -> dict:
     stats = model.features.stats
     return {"quantum_features": {"tokens": stats.n_states, "zero_norm_tokens": stats.n_zero_norm,
                                  "counted": "in this process (a resumed run counts from resume)"}}
-
-
-def _check_out_dir(out: Path | None, *, resume: bool) -> None:
-    if out is None:
-        if resume:
-            raise InvalidInputError("resume=True needs the out_dir of the run to continue")
-        return
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
-    if not resume and any((out / name).exists() for name in (CHECKPOINT, RESULT_FILE)):
-        raise InvalidInputError(
-            f"out_dir {out} already holds a run; pass resume=True (qpriv train: --resume) to "
-            "continue it, or choose another out_dir"
-        )
-
-
-def _write_config(path: Path, request: dict, *, resume: bool) -> None:
-    """Write config.json; on resume, require that the settings match the saved ones.
-
-    The file of a named dataset may be found elsewhere on resume (another ``QPRIV_DATA_DIR``,
-    the user cache): it is verified against its published sha256, so the bytes are the same and
-    only a user CSV's path counts as a setting.
-    """
-    if resume and not path.is_file() and (path.parent / CHECKPOINT).exists():
-        raise InvalidInputError(
-            f"cannot resume the run in {path.parent}: it holds a checkpoint but no {path.name}, "
-            "so its settings cannot be checked against these; start a new run in another out_dir"
-        )
-    if resume and path.is_file():
-        saved = read_request(path)
-        same_bytes = {"source"} if request.get("dataset") in DATASETS else set()
-        changed = changed_settings(saved, request, ignore=same_bytes)
-        unrecorded = [k for k in changed if k not in saved and request.get(k) is not None]
-        if changed and changed == unrecorded:
-            raise InvalidInputError(
-                f"cannot resume the run in {path.parent}: it was written by an older qpriv that "
-                f"did not record {unrecorded}, so these settings cannot be checked against its "
-                "own; start a new run in another out_dir"
-            )
-        if changed:
-            raise InvalidInputError(
-                f"cannot resume the run in {path.parent}: its settings differ in {changed}; "
-                "resume with the same settings, or start a new run in another out_dir"
-            )
-        return
-    atomic_write_json(path, request)

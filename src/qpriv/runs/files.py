@@ -89,11 +89,8 @@ def load_checkpoint(path: str | Path, *, fix: str = "delete it and re-run") -> d
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError, zipfile.BadZipFile) as exc:
-        raise InvalidInputError(f"cannot read {path}: the file is damaged ({_first_line(exc)}); "
-                                f"{fix}") from exc
-    if not isinstance(state, dict):
-        raise InvalidInputError(f"{path} holds {type(state).__name__}, not a checkpoint; {fix}")
-    return state
+        raise _damaged(path, exc, fix=fix) from exc
+    return _require_dict(path, state, what="a checkpoint", fix=fix)
 
 
 def read_json_object(path: str | Path, *, fix: str) -> dict:
@@ -107,11 +104,8 @@ def read_json_object(path: str | Path, *, fix: str) -> dict:
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInputError(f"cannot read {path}: the file is damaged ({_first_line(exc)}); "
-                                f"{fix}") from exc
-    if not isinstance(data, dict):
-        raise InvalidInputError(f"{path} holds {type(data).__name__}, not a JSON object; {fix}")
-    return data
+        raise _damaged(path, exc, fix=fix) from exc
+    return _require_dict(path, data, what="a JSON object", fix=fix)
 
 
 def changed_settings(saved: dict, current: dict, *, ignore: Collection[str] = ()) -> list[str]:
@@ -141,6 +135,13 @@ def remove_stale_temporaries(directory: str | Path,
     return removed
 
 
-def _first_line(exc: BaseException) -> str:
+def _damaged(path: Path, exc: BaseException, *, fix: str) -> InvalidInputError:
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return InvalidInputError(f"cannot read {path}: the file is damaged ({reason}); {fix}")
+
+
+def _require_dict(path: Path, value: Any, *, what: str, fix: str) -> dict:
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"{path} holds {type(value).__name__}, not {what}; {fix}")
+    return value

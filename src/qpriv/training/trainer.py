@@ -50,6 +50,7 @@ from qpriv.runs.files import (
     load_checkpoint,
     remove_stale_temporaries,
 )
+from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE
 from qpriv.training.evaluation import WindowSource, autocast, evaluate
 from qpriv.training.seeding import (
     derive_seed,
@@ -58,8 +59,6 @@ from qpriv.training.seeding import (
     set_global_rng_state,
 )
 
-CHECKPOINT = "checkpoint.pt"
-BEST = "best.pt"
 CHECKPOINT_FORMAT = 2
 """Version of the checkpoint :class:`Trainer` writes. 1 was qpriv 0.1.0's forecaster checkpoint
 (the classifiers then wrote their own, also numbered 1); 2 is the one format of every run, with
@@ -325,7 +324,7 @@ class Trainer:
         val: WindowSource,
         config: TrainConfig,
         checkpoint_dir: str | Path | None = None,
-        checkpoint_name: str = CHECKPOINT,
+        checkpoint_name: str = CHECKPOINT_FILE,
         strategy: StepStrategy | None = None,
         recipe: Recipe | None = None,
     ) -> None:
@@ -375,7 +374,7 @@ class Trainer:
             self._seed()
             start = 0
             if self.checkpoint_dir is not None:  # a killed first epoch's, not this run's
-                (self.checkpoint_dir / BEST).unlink(missing_ok=True)
+                (self.checkpoint_dir / BEST_FILE).unlink(missing_ok=True)
         for epoch in range(start + 1, cfg.epochs + 1):
             if self.diverged_epoch is not None:  # a resumed run that had already diverged
                 break
@@ -386,7 +385,7 @@ class Trainer:
             if score is not None and not record.get("diverged") and score < self.best["val_loss"]:
                 self.best = {"epoch": epoch, "val_loss": score, "model": self._weights()}
                 if self.checkpoint_dir is not None:
-                    atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+                    atomic_torch_save(self.checkpoint_dir / BEST_FILE, self.best)
             self.history.append(record)
             if self.checkpoint_dir is not None:
                 atomic_torch_save(self.checkpoint_dir / self.checkpoint_name,
@@ -522,6 +521,6 @@ class Trainer:
         """best.pt is written before the checkpoint: a kill between the two leaves it one epoch
         ahead of the checkpoint, so it is put back to the checkpoint's best."""
         if self.best["model"] is not None:
-            atomic_torch_save(self.checkpoint_dir / BEST, self.best)
+            atomic_torch_save(self.checkpoint_dir / BEST_FILE, self.best)
         else:
-            (self.checkpoint_dir / BEST).unlink(missing_ok=True)
+            (self.checkpoint_dir / BEST_FILE).unlink(missing_ok=True)

@@ -1,0 +1,108 @@
+"""The rules of a run directory shared by the forecaster and the classifier.
+
+A run writes its settings (:data:`~qpriv.runs.layout.CONFIG_FILE`) before any training, its
+checkpoints while it trains and its result (:data:`~qpriv.runs.layout.RESULT_FILE`) at the end.
+A directory that holds a run is only continued on request (``resume``), and only with the same
+settings: a resumed run then reaches the result of an uninterrupted one, and a finished run's
+result is returned as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+from qpriv.runs.files import atomic_write_json, changed_settings, read_json_object
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
+
+NEW_RUN = "start a new run in another out_dir"
+
+
+def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection[str],
+                  command: str) -> Path | None:
+    """``out_dir`` as a Path if a run may write there (None stays None).
+
+    Args:
+        out_dir: the run directory, or None for a run that writes nothing.
+        resume: continue (or read back) the run in ``out_dir``.
+        marks: the files whose presence shows that ``out_dir`` holds a run (its result and
+            its checkpoints).
+        command: the ``qpriv`` command of this kind of run, named in the messages.
+
+    Raises:
+        InvalidInputError: ``out_dir`` is a file; it holds a run and ``resume`` is False;
+            ``resume`` without an ``out_dir``, or with one that holds a run but no
+            :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
+    """
+    if out_dir is None:
+        if resume:
+            raise InvalidInputError("resume needs the out_dir of the run to continue "
+                                    f"(qpriv {command}: --out)")
+        return None
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
+    held = [name for name in marks if (out / name).exists()]
+    if held and not resume:
+        what = "a finished run" if RESULT_FILE in held else "an unfinished run"
+        raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "
+                                f"(qpriv {command}: --resume) to continue or read it, or "
+                                "choose another out_dir")
+    if held and not (out / CONFIG_FILE).is_file():
+        what = "a result" if RESULT_FILE in held else "a checkpoint"
+        raise InvalidInputError(f"cannot resume the run in {out}: it holds {what} but no "
+                                f"{CONFIG_FILE}, so its settings cannot be checked against these; "
+                                f"{NEW_RUN}")
+    return out
+
+
+def read_settings(path: str | Path, *, defaults: Mapping[str, Any] | None = None) -> dict:
+    """A run's saved settings (its :data:`~qpriv.runs.layout.CONFIG_FILE`), with ``defaults``
+    (keys the file gained in later versions, with what an older run did) filled in where the
+    run lacks them, so that runs written before and after compare by what they did."""
+    saved = read_json_object(path, fix=f"the run's settings cannot be checked: {NEW_RUN}")
+    return {**(defaults or {}), **saved}
+
+
+def open_run(out: Path | None, request: dict, *, resume: bool,
+             defaults: Mapping[str, Any] | None = None, ignore: Collection[str] = ()
+             ) -> dict | None:
+    """Write ``request`` to ``out``'s config (atomically) before a run trains; on resume, check
+    it against the saved one instead. Return the saved result of a run that has finished with
+    these settings (None: train).
+
+    Args:
+        out: the run directory, checked by :func:`check_out_dir` (None: nothing is written).
+        request: the run's settings, as JSON.
+        resume: continue the run in ``out``.
+        defaults: see :func:`read_settings`.
+        ignore: keys that may differ on resume (they do not change what is computed).
+
+    Raises:
+        InvalidInputError: on resume, the settings differ from the saved ones (the message
+            names the keys), or the saved run predates a key set here, so it cannot be checked.
+    """
+    if out is None:
+        return None
+    path = out / CONFIG_FILE
+    if not (resume and path.is_file()):
+        atomic_write_json(path, request)
+        return None
+    saved = read_settings(path, defaults=defaults)
+    changed = changed_settings(saved, request, ignore=ignore)
+    unrecorded = [k for k in changed if k not in saved and request.get(k) is not None]
+    if changed and changed == unrecorded:
+        raise InvalidInputError(
+            f"cannot resume the run in {out}: it was written by an older qpriv that did not "
+            f"record {unrecorded}, so these settings cannot be checked against its own; "
+            f"{NEW_RUN}")
+    if changed:
+        raise InvalidInputError(f"cannot resume the run in {out}: its settings differ in "
+                                f"{changed}; resume with the same settings, or {NEW_RUN}")
+    if not (out / RESULT_FILE).is_file():
+        return None
+    # finished with these very settings: the result stands (evaluation is seeded, so
+    # evaluating again would only repeat it)
+    return read_json_object(out / RESULT_FILE, fix=f"delete it to evaluate the run in {out} again")

@@ -1,0 +1,25 @@
+"""The names of the files in a run directory, each written once.
+
+A forecasting run (:func:`qpriv.forecasting.run.run_forecast`) writes :data:`CONFIG_FILE`
+first, :data:`CHECKPOINT_FILE` and :data:`BEST_FILE` after every epoch and :data:`RESULT_FILE`
+at the end; a classifier run (:func:`qpriv.classification.run.train_classifier`) writes the
+same config, checkpoint and result, and :data:`REFERENCE_FILE` for its unclipped twin. Runs
+written by earlier versions use the same names, so they stay readable and resumable.
+"""
+
+from __future__ import annotations
+
+CONFIG_FILE = "config.json"
+"""What was asked: the run's settings, compared on resume."""
+RESULT_FILE = "result.json"
+"""The finished run's result; its presence marks a finished run."""
+CHECKPOINT_FILE = "checkpoint.pt"
+"""The state after the last finished epoch, for resuming a killed run."""
+BEST_FILE = "best.pt"
+"""A forecaster's best-validation weights (the model that is tested and audited)."""
+REFERENCE_FILE = "reference.pt"
+"""The checkpoint of a classifier run's unclipped twin (``unclipped_reference``)."""
+TUNING_FILE = "lr_tuning.json"
+"""``qpriv train-classifier --lr-grid``'s choice, kept so that a resumed run need not tune."""
+MIA_FILE = "mia.json"
+"""The membership-inference attack on a finished forecaster (Table 9), kept beside it."""

@@ -1,0 +1,87 @@
+"""The run store: out_dir rules, the resume check of settings and the JSON cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from qpriv.errors import InvalidInputError
+from qpriv.runs.cache import cached_json
+from qpriv.runs.directory import check_out_dir, open_run
+from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, RESULT_FILE
+
+MARKS = (CHECKPOINT_FILE, RESULT_FILE)
+
+
+def test_out_dir_rules(tmp_path):
+    assert check_out_dir(None, resume=False, marks=MARKS, command="train") is None
+    with pytest.raises(InvalidInputError, match="resume needs the out_dir"):
+        check_out_dir(None, resume=True, marks=MARKS, command="train")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InvalidInputError, match="exists and is not a directory"):
+        check_out_dir(tmp_path / "file", resume=False, marks=MARKS, command="train")
+    (tmp_path / CHECKPOINT_FILE).write_text("")
+    with pytest.raises(InvalidInputError, match=r"an unfinished run; .*qpriv train: --resume"):
+        check_out_dir(tmp_path, resume=False, marks=MARKS, command="train")
+    with pytest.raises(InvalidInputError, match=r"holds a checkpoint but no config\.json"):
+        check_out_dir(tmp_path, resume=True, marks=MARKS, command="train")
+    (tmp_path / CONFIG_FILE).write_text("{}")
+    assert check_out_dir(str(tmp_path), resume=True, marks=MARKS, command="train") == tmp_path
+
+
+def test_open_run_writes_then_checks_the_settings(tmp_path):
+    assert open_run(tmp_path, {"seed": 1, "threads": 2}, resume=False) is None
+    assert json.loads((tmp_path / CONFIG_FILE).read_text()) == {"seed": 1, "threads": 2}
+    assert open_run(tmp_path, {"seed": 1, "threads": 4}, resume=True, ignore=("threads",)) is None
+    with pytest.raises(InvalidInputError, match=r"settings differ in \['seed'\]"):
+        open_run(tmp_path, {"seed": 2, "threads": 2}, resume=True)
+    with pytest.raises(InvalidInputError, match=r"older qpriv that did not record \['eps'\]"):
+        open_run(tmp_path, {"seed": 1, "threads": 2, "eps": 0.1}, resume=True)
+    assert open_run(tmp_path, {"seed": 1, "threads": 2, "eps": 0.1}, resume=True,
+                    defaults={"eps": 0.1}) is None
+    (tmp_path / RESULT_FILE).write_text('{"mse": 0.5}')
+    assert open_run(tmp_path, {"seed": 1, "threads": 2}, resume=True) == {"mse": 0.5}
+
+
+def test_cached_json_reads_computes_and_keeps(tmp_path):
+    path = tmp_path / "a" / "answer.json"
+    calls = []
+
+    def compute() -> dict:
+        calls.append(1)
+        return {"x": len(calls)}
+
+    assert cached_json(path, compute, damaged="refuse", fix="f") == {"x": 1}
+    assert cached_json(path, compute, damaged="refuse", fix="f") == {"x": 1}
+    assert cached_json(path, compute, damaged="refuse", fix="f", reuse=False) == {"x": 2}
+    assert json.loads(path.read_text()) == {"x": 2}
+    assert cached_json(None, compute, damaged="refuse", fix="f") == {"x": 3}
+
+
+def test_a_damaged_or_unusable_cache_is_refused_or_recomputed(tmp_path, capsys):
+    path = tmp_path / "answer.json"
+    path.write_text('{"x": ')
+    with pytest.raises(InvalidInputError, match=r"cannot read .*answer.json: the file is "
+                                                r"damaged .*; delete it"):
+        cached_json(path, lambda: {"x": 1}, damaged="refuse", fix="delete it")
+    assert cached_json(path, lambda: {"x": 1}, damaged="recompute", fix="computed again") == {
+        "x": 1}
+    assert "qpriv: cannot read" in capsys.readouterr().err
+    assert cached_json(path, lambda: {"x": 2}, damaged="recompute", fix="again",
+                       valid=lambda kept: kept["x"] == 2) == {"x": 2}
+    assert "does not hold what is asked here; again" in capsys.readouterr().err
+    with pytest.raises(InvalidInputError, match="does not hold"):
+        cached_json(path, lambda: {"x": 3}, damaged="refuse", fix="f",
+                    valid=lambda kept: kept["x"] == 3)
+
+
+def test_compute_may_write_the_file_or_the_write_may_fail(tmp_path):
+    path = tmp_path / "result.json"
+    assert cached_json(path, lambda: {"x": 1}, damaged="refuse", fix="f",
+                       store="by-compute") == {"x": 1}
+    assert not path.exists()
+    blocked = tmp_path / "blocked"
+    blocked.write_text("")  # a file where the cache's directory should be
+    assert cached_json(blocked / "a.json", lambda: {"x": 1}, damaged="recompute", fix="f",
+                       store="if-possible") == {"x": 1}

@@ -98,13 +98,13 @@ def test_per_window_losses_average_to_the_evaluated_mse(ldpt_run_dir):
     # two computations of the same pass: evaluate's pooled MSE and the mean of per-window MSEs
     run = load_run(ldpt_run_dir)
     test = run.data().test
-    seed = derive_seed(run.result["seed"], "evaluation")
+    seed = derive_seed(run.result.raw["seed"], "evaluation")
     losses = per_window_losses(run.model, test, seed=seed)
     assert losses.shape == (len(test),) and losses.dtype == torch.float64
     assert float(losses.mean()) == pytest.approx(evaluate(run.model, test, seed=seed)["mse"],
                                                  rel=1e-6)
     # and that pass is the one the run reported: load_run rebuilt model and data exactly
-    assert float(losses.mean()) == pytest.approx(run.result["mse"], rel=1e-6)
+    assert float(losses.mean()) == pytest.approx(run.result.mse, rel=1e-6)
 
 
 def test_mia_on_a_tiny_run(ldpt_run_dir):

@@ -87,7 +87,7 @@ def test_audit_3_matches_eqs_5_16_17(audits):
 
 def test_audit_4_finds_the_closed_form_worst_case(audits, ldpt_run_dir):
     budget = audits[3]
-    p = load_run(ldpt_run_dir).result["p"]
+    p = load_run(ldpt_run_dir).result.p
     assert budget.measured == pytest.approx(worst_case_dmax(p=p, d=0.1, dim=16), rel=1e-6)
     assert budget.values["eps_ch_bound"] == pytest.approx(0.08)
     assert budget.values["slack"] == pytest.approx(2.6, abs=0.01)
@@ -178,7 +178,7 @@ def test_audit_5_compares_runs_trained_at_their_own_eps(ldpt_run_dir, tiny_ldpt_
     for row, model in zip(rows, (run.model, other.model), strict=True):
         own = per_window_losses(model, data.test, index=index, seed=derive_seed(2, "audit-mse"))
         assert row["mse"] == pytest.approx(float(own.mean()), rel=1e-12)
-    assert rows[1]["p"] == pytest.approx(other.result["p"])
+    assert rows[1]["p"] == pytest.approx(other.result.p)
     assert audit.status in ("pass", "fail")
     assert audit.passed == all(step["ok"] for step in audit.values["steps"])
 

@@ -76,7 +76,7 @@ def test_a_finished_legacy_classifier_is_read_back(legacy, expected):
 @pytest.mark.parametrize("name", ["ldpt-eps0.1", "ldpt-eps0.5", "dpsgd-eps1"])
 def test_finished_legacy_forecasters_load_and_score_as_recorded(legacy, expected, name):
     run = load_run(legacy / name)
-    assert run.result["mse"] == pytest.approx(expected[name]["mse"], rel=1e-12)
+    assert run.result.mse == pytest.approx(expected[name]["mse"], rel=1e-12)
     metrics = evaluate(run.model, run.data().test, seed=derive_seed(2024, "evaluation"),
                        passes=1, batch_size=256, amp=False)
     assert metrics["mse"] == pytest.approx(expected[name]["mse"], rel=1e-6)

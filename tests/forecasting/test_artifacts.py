@@ -12,6 +12,7 @@ import torch
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, RESULT_FILE
 
 
@@ -24,13 +25,13 @@ def run_copy(ldpt_run_dir, tmp_path):
 def test_load_run_rebuilds_the_model_and_the_data(ldpt_run_dir):
     run = load_run(ldpt_run_dir)
     assert run.method == "ldpt" and run.eps_per_pass == 0.1 and run.claims_local_qdp
-    assert run.config.p == pytest.approx(run.result["p"]) and run.config.dim == 16
+    assert run.config.p == pytest.approx(run.result.p) and run.config.dim == 16
     best = torch.load(ldpt_run_dir / BEST_FILE, weights_only=True)
     for name, value in run.model.state_dict().items():
         assert torch.equal(value, best["model"][name]), name
     assert not run.model.training
     data = run.data()
-    windows = run.result["windows"]
+    windows = run.result.windows
     assert (len(data.train), len(data.val), len(data.test)) == (
         windows["train"], windows["val"], windows["test"])
     # without the evaluation limit the training windows stay the run's, the test split is whole
@@ -145,3 +146,24 @@ def test_a_csv_named_like_a_dataset_is_read_back_as_that_csv(tmp_path):
     data = load_run(out).data()
     assert data.convention == "custom" and data.source == csv
     assert data.train.starts[-1] < 0.7 * rows  # ETT-hourly's split would start far later
+
+
+def test_records_read_old_and_new_results_alike():
+    """result.json is read through one typed view: claims parsed, missing keys defaulted, and a
+    garbled file named."""
+
+
+    old = {"method": "ldpt", "best_epoch": 2, "mse": 0.5, "privacy": "local eps-QDP per pass",
+           "eps_per_pass": {"value": 0.1, "kind": "local eps-QDP per pass",
+                            "accounting": "paper"},
+           "eps_advanced": {"value": 2.56, "kind": "composed", "accounting": "paper",
+                            "delta_prime": 1e-6}}
+    result = ForecastResult.from_json(old)
+    assert result.eps_per_pass == 0.1 and result.released_claim.unit == "token"
+    assert result.claims["eps_advanced"].label() == (
+        "2.56 (composed, delta'=1e-06, accounting=paper)")
+    assert not result.covers_weights and result.mae is None
+    with pytest.raises(InvalidInputError, match=r"result\.json lacks or garbles 'method'"):
+        ForecastResult.from_json({"mse": 0.5})
+    with pytest.raises(InvalidInputError, match=r"config\.json lacks or garbles 'source'"):
+        ForecastRequest.from_json({"method": "ldpt", "dataset": "ETTh1"})

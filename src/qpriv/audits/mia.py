@@ -39,7 +39,6 @@ from sklearn.preprocessing import StandardScaler
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.privacy.claims import Kind
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -238,8 +237,8 @@ def mia_on_run(
     attack = membership_inference(members, nonmembers, seed=seed, folds=folds)
 
     notes = []
-    claim = loaded.result.get("eps_per_pass") or loaded.result.get("eps_total")
-    if claim and loaded.result.get("privacy") != Kind.GLOBAL_DP:
+    claim = loaded.result.released_claim
+    if claim is not None and not loaded.result.covers_weights:
         notes.append("the run's epsilon holds for what passes its mechanism (the released "
                      "features or inputs), not for the trained weights this attack reads: the "
                      "forecast targets reach them without the mechanism")
@@ -251,9 +250,9 @@ def mia_on_run(
     return {
         "run": str(loaded.run_dir),
         "method": loaded.method,
-        "eps_per_pass": loaded.result.get("eps_per_pass"),
-        "privacy": loaded.result.get("privacy"),
-        "eps": loaded.result.get("eps") or loaded.result.get("eps_total"),
+        "eps_per_pass": loaded.result.raw.get("eps_per_pass"),
+        "privacy": loaded.result.privacy,
+        "eps": loaded.result.raw.get("eps") or loaded.result.raw.get("eps_total"),
         "horizon": loaded.config.horizon,
         "n_requested": n,
         "protocol": ("members: the run's training windows; non-members: test windows (a later "

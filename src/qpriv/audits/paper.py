@@ -41,6 +41,7 @@ import torch
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_run
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import read_request
 from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
@@ -124,7 +125,7 @@ def _not_applicable(number: int, reason: str) -> AuditResult:
 
 def _no_claim_reason(run: LoadedRun) -> str:
     return (f"method {run.method!r} claims no local eps-QDP (privacy: "
-            f"{run.result.get('privacy')!r}): there is no calibration to audit")
+            f"{run.result.privacy!r}): there is no calibration to audit")
 
 
 def _relative_deviation(value: float, reference: float) -> float:
@@ -134,13 +135,13 @@ def _relative_deviation(value: float, reference: float) -> float:
 
 def _run_calibration(run: LoadedRun) -> Calibration:
     """Algorithm 1 recomputed from the run's budget and the settings it recorded."""
-    cal = run.result["calibration"]
+    cal = run.result.calibration
     return calibrate(run.eps_per_pass, d=cal["d"], dim=cal["dim"], t=cal["t"],
                      alpha=cal["alpha"], d_model=cal["d_model"])
 
 
 def _ladder_calibration(run: LoadedRun, eps: float) -> Calibration:
-    cal = run.result["calibration"]
+    cal = run.result.calibration
     return calibrate(eps, d=cal["d"], dim=run.config.dim, t=cal["t"], alpha=cal["alpha"],
                      d_model=run.config.d_model)
 
@@ -170,9 +171,9 @@ def audit_calibration_chain(run: LoadedRun) -> AuditResult:
     (eq. 7), ``sigma sqrt(d_model) = p`` (eq. 8); each to a relative 1e-12."""
     if not run.claims_local_qdp:
         return _not_applicable(1, _no_claim_reason(run))
-    recorded = run.result["calibration"]
+    recorded = run.result.calibration
     cal = _run_calibration(run)
-    p, gamma, sigma = float(run.result["p"]), float(run.result["gamma"]), float(run.result["sigma"])
+    p, gamma, sigma = run.result.p, run.result.gamma, run.result.sigma
     deviations = {
         "p (result) vs Algorithm 1": _relative_deviation(p, cal.p),
         "gamma (result) vs Algorithm 1": _relative_deviation(gamma, cal.gamma),
@@ -257,9 +258,9 @@ def audit_trace_distance(
     if not run.config.use_quantum:
         return _not_applicable(2, f"method {run.method!r} has no quantum path: no token is "
                                   "amplitude-encoded")
-    rigorous_d = ((run.result.get("rigorous_calibration") or {}).get("achieved") or {}).get("d")
+    rigorous_d = ((run.result.rigorous_calibration or {}).get("achieved") or {}).get("d")
     if run.claims_local_qdp:
-        d, whose = float(run.result["calibration"]["d"]), None
+        d, whose = float(run.result.calibration["d"]), None
     elif rigorous_d is not None:
         d, whose = float(rigorous_d), "the neighbourhood of this run's rigorous accounting"
     else:
@@ -299,7 +300,8 @@ def audit_composition(run: LoadedRun) -> AuditResult:
         return _not_applicable(3, _no_claim_reason(run))
     cal = _run_calibration(run)
     eps = run.eps_per_pass
-    basic, advanced = run.result.get("eps_basic"), run.result.get("eps_advanced")
+    # the stored entries, as written: this audit checks their labels too
+    basic, advanced = run.result.raw.get("eps_basic"), run.result.raw.get("eps_advanced")
     if not (isinstance(basic, dict) and isinstance(advanced, dict)):
         return AuditResult(number=3, name=AUDIT_NAMES[3], status=FAIL, measured=None,
                            threshold="eps_basic and eps_advanced recorded",
@@ -349,9 +351,9 @@ def audit_budget(run: LoadedRun, *, pairs: int = 2000, seed: int = DEFAULT_SEED)
     channel must be the run's (same p)."""
     if not run.claims_local_qdp:
         return _not_applicable(4, _no_claim_reason(run))
-    cal = run.result["calibration"]
-    requested = float(run.request["eps_per_pass"])
-    p = float(run.result["p"])
+    cal = run.result.calibration
+    requested = run.request.eps_per_pass
+    p = run.result.p
     audit = audit_channel(run.eps_per_pass, d=cal["d"], dim=cal["dim"], pairs=pairs,
                           alpha=cal["alpha"], t=cal["t"], seed=seed)
     bound = channel_epsilon(p=p, d=cal["d"], dim=cal["dim"])
@@ -437,11 +439,14 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
             result = json.loads((path / RESULT_FILE).read_text())
         except (InvalidInputError, OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue  # not a readable run: nothing to compare with
-        entry = result.get("eps_per_pass")
-        eps = entry.get("value") if isinstance(entry, dict) else None
-        if (not isinstance(eps, (int, float)) or result.get("privacy") != Kind.LOCAL_QDP
-                or float(eps) == run.eps_per_pass or float(eps) in found
-                or any(request.get(k) != run.request.get(k) for k in _SIBLING_SETTINGS)):
+        try:
+            sibling = ForecastResult.from_json(result)
+        except InvalidInputError:
+            continue
+        eps = sibling.eps_per_pass
+        if (eps is None or sibling.privacy != Kind.LOCAL_QDP
+                or eps == run.eps_per_pass or eps in found
+                or any(request.get(k) != run.request.raw.get(k) for k in _SIBLING_SETTINGS)):
             continue
         try:
             other = load_run(path, data_dir=run.data_dir)
@@ -460,7 +465,8 @@ def _check_compared(run: LoadedRun, others: Sequence[LoadedRun]) -> list[LoadedR
                 f"run {other.run_dir} claims no local eps-QDP ({other.method!r}); audit 5 "
                 "compares runs of one calibrated method at different eps"
             )
-        differ = [k for k in _COMPARED_SETTINGS if other.request.get(k) != run.request.get(k)]
+        differ = [k for k in _COMPARED_SETTINGS
+                  if other.request.raw.get(k) != run.request.raw.get(k)]
         if differ:
             raise InvalidInputError(
                 f"run {other.run_dir} differs from {run.run_dir} in {differ}; audit 5 compares "

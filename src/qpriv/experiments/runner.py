@@ -29,6 +29,7 @@ from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import METHODS
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind
 from qpriv.runs.cache import cached_json
@@ -186,34 +187,31 @@ def _recompute_cell(run_dir: Path) -> str:
     return f"delete {run_dir} and run again to recompute this cell"
 
 
-def _value(entry: Any) -> Any:
-    return entry.get("value") if isinstance(entry, dict) else entry
-
-
 def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
                  data_dir: str | Path | None) -> dict[str, Any]:
     """The metrics of one finished run (derived columns are left to the experiment)."""
-    result = read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir))
-    history = result.get("history") or []
-    best = result.get("best_epoch") or 0
+    result = ForecastResult.from_json(
+        read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir)))
+    history, best = result.history, result.best_epoch
+    advanced, spent = result.claims.get("eps_advanced"), result.claims.get("eps")
     values: dict[str, Any] = {
-        "mse": result.get("mse"), "mae": result.get("mae"), "val_loss": result.get("val_loss"),
-        "best_epoch": best, "seconds_per_epoch": result.get("seconds_per_epoch"),
-        "params": (result.get("params") or {}).get("total"),
+        "mse": result.mse, "mae": result.mae, "val_loss": result.val_loss,
+        "best_epoch": best, "seconds_per_epoch": result.seconds_per_epoch,
+        "params": result.params_total,
         "train_loss": history[best - 1]["train_loss"] if 0 < best <= len(history) else None,
-        "eps_advanced": _value(result.get("eps_advanced")),
+        "eps_advanced": None if advanced is None else advanced.value,
         # Tables 3 and 6's "eps_train": the composed budget (advanced composition for LDPT,
         # the accountant's global eps for DP-SGD), each labelled in the run's result.json
-        "eps_train": _value(result.get("eps_advanced")) or _value(result.get("eps")),
-        "sigma": _value(result.get("sigma")),
-        "noise_multiplier": _value(result.get("noise_multiplier")),
-        "eps_spent": _value(result.get("eps")),
+        "eps_train": (advanced or spent).value if (advanced or spent) else None,
+        "sigma": result.sigma,
+        "noise_multiplier": result.noise_multiplier,
+        "eps_spent": None if spent is None else spent.value,
     }
     if any(m.startswith("mia_") or m == "loss_gap" for m in metrics) and best:
         values.update(_mia(run_dir, budget=budget, data_dir=data_dir))  # best 0: no model
     chosen = {m: values.get(m) for m in metrics if m in values}
-    if result.get("diverged_epoch"):  # the paper's "diverged (†)": counted by aggregate
-        chosen["diverged_epoch"] = result["diverged_epoch"]
+    if result.diverged_epoch:  # the paper's "diverged (†)": counted by aggregate
+        chosen["diverged_epoch"] = result.diverged_epoch
     return chosen
 
 

@@ -26,6 +26,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.methods import replace_config
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
@@ -45,15 +46,16 @@ _RESULT_KEYS = ("method", "privacy", "eps_per_pass", "windows", "best_epoch")
 class LoadedRun:
     """A finished run: its files as read, and the model with its best-validation weights.
 
-    ``request`` is config.json, ``result`` is result.json, ``config`` the model's
-    :class:`ModelConfig`, ``model`` an :class:`LDPTForecaster` on the CPU in eval mode holding
-    the weights of ``best.pt`` (epoch ``best_epoch``). ``data_dir`` is where the data is looked
-    for first (None: the path the run recorded, then ``$QPRIV_DATA_DIR`` and the user cache).
+    ``request`` is config.json and ``result`` result.json, typed
+    (:mod:`qpriv.forecasting.records`); ``config`` the model's :class:`ModelConfig`; ``model`` an
+    :class:`LDPTForecaster` on the CPU in eval mode holding the weights of ``best.pt`` (epoch
+    ``best_epoch``). ``data_dir`` is where the data is looked for first (None: the path the run
+    recorded, then ``$QPRIV_DATA_DIR`` and the user cache).
     """
 
     run_dir: Path
-    request: dict
-    result: dict
+    request: ForecastRequest
+    result: ForecastResult
     config: ModelConfig
     model: LDPTForecaster
     best_epoch: int
@@ -62,19 +64,18 @@ class LoadedRun:
     @property
     def method(self) -> str:
         """The method name (``ldpt``, ``classical``, ...)."""
-        return str(self.result["method"])
+        return self.result.method
 
     @property
     def eps_per_pass(self) -> float | None:
         """The per-pass budget the run claims (local eps-QDP per pass, ``paper``), or None."""
-        entry = self.result.get("eps_per_pass")
-        return float(entry["value"]) if isinstance(entry, dict) else None
+        return self.result.eps_per_pass
 
     @property
     def claims_local_qdp(self) -> bool:
         """Whether the run claims local eps-QDP per pass through a calibrated channel."""
-        return (self.result.get("privacy") == Kind.LOCAL_QDP and self.eps_per_pass is not None
-                and isinstance(self.result.get("calibration"), dict))
+        return (self.result.privacy == Kind.LOCAL_QDP and self.eps_per_pass is not None
+                and isinstance(self.result.calibration, dict))
 
     def data(self, *, limit_eval: bool = True) -> ForecastData:
         """The run's data, loaded as the run loaded it (same file, channels, L, H and window
@@ -154,7 +155,8 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
             f"({str(exc).splitlines()[0]}); the directory mixes two runs"
         ) from exc
     model.eval()
-    return LoadedRun(run_dir=path, request=request, result=result, config=config, model=model,
+    return LoadedRun(run_dir=path, request=ForecastRequest.from_json(request),
+                     result=ForecastResult.from_json(result), config=config, model=model,
                      best_epoch=int(best.get("epoch", result["best_epoch"])),
                      data_dir=None if data_dir is None else Path(data_dir).expanduser())
 
@@ -196,20 +198,20 @@ def _read_best(path: Path) -> dict:
     return best
 
 
-def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | None,
-               limit_eval: bool) -> ForecastData:
-    source = Path(request["source"])
-    name = str(request["dataset"])
+def _load_data(request: ForecastRequest, result: ForecastResult, *, run_dir: Path,
+               data_dir: Path | None, limit_eval: bool) -> ForecastData:
+    source = Path(request.source)
+    name = request.dataset
     kwargs = {
-        "columns": list(request["channels"]),
-        "seq_len": request["seq_len"],
-        "horizon": request["horizon"],
-        "max_train_windows": request["max_train_windows"],
-        "max_eval_windows": request["max_eval_windows"] if limit_eval else None,
+        "columns": list(request.channels),
+        "seq_len": request.seq_len,
+        "horizon": request.horizon,
+        "max_train_windows": request.max_train_windows,
+        "max_eval_windows": request.max_eval_windows if limit_eval else None,
     }
     # a user CSV has its sha256 recorded, a named dataset none: a CSV that happens to be
     # called ETTh1.csv is still read as a CSV, with the split it was trained on
-    is_csv = request.get("source_sha256") is not None or name not in DATASETS
+    is_csv = request.source_sha256 is not None or name not in DATASETS
     try:
         if not is_csv:
             data = load_forecasting_data(
@@ -225,7 +227,7 @@ def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | N
                     f"its CSV {csv} cannot be found; pass the file (or the directory holding "
                     f"{source.name}) with data_dir= / --data-dir"
                 )
-            recorded = request.get("source_sha256")  # None: a run from before it was recorded
+            recorded = request.source_sha256  # None: a run from before it was recorded
             if recorded is not None and file_sha256(csv) != recorded:
                 raise InvalidInputError(
                     f"its CSV {csv} is not the file the run trained on (its sha256 differs from "
@@ -235,7 +237,7 @@ def _load_data(request: dict, result: dict, *, run_dir: Path, data_dir: Path | N
             data = load_forecasting_data(None, csv=csv, **kwargs)
     except InvalidInputError as exc:
         raise InvalidInputError(f"cannot load the data of run {run_dir}: {exc}") from exc
-    expected = result["windows"]
+    expected = result.windows
     splits = ("train", "val", "test") if limit_eval else ("train",)
     found = {split: len(getattr(data, split)) for split in splits}
     differ = {s: (n, expected.get(s)) for s, n in found.items() if n != expected.get(s)}

@@ -1,0 +1,137 @@
+"""A forecasting run's request (config.json) and result (result.json), typed.
+
+:func:`qpriv.forecasting.run.run_forecast` writes both files as JSON objects; the loader, the
+experiment runner, the audits and the membership attack read them through these two views
+rather than by string keys, so that a field renamed or missing is caught in one place. The JSON
+stays the stored form (``raw``): older runs, whose files lack later keys, read back with the
+defaults their version ran with.
+
+Example:
+
+>>> result = ForecastResult.from_json({"method": "classical", "mse": 0.41, "mae": 0.43,
+...                                    "best_epoch": 3, "privacy": "none",
+...                                    "eps_per_pass": None})
+>>> result.mse, result.released_claim is None
+(0.41, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+from qpriv.privacy.claims import Kind, PrivacyClaim
+
+CLAIM_KEYS = ("eps_per_pass", "eps_basic", "eps_advanced", "eps", "eps_total")
+"""The result keys that hold privacy claims: the paper's per-pass and composed LDPT numbers,
+DP-SGD's global (eps, delta) and the rigorous record-level budget."""
+
+
+def _number(value: Any) -> float | None:
+    """A stored number, or the ``value`` of a labelled entry (None stays None)."""
+    if isinstance(value, Mapping):
+        value = value.get("value")
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class ForecastRequest:
+    """What a run was asked to do: config.json. ``raw`` is the whole object."""
+
+    method: str
+    dataset: str
+    source: str
+    channels: tuple[str, ...]
+    seq_len: int
+    horizon: int
+    model: Mapping[str, Any]
+    eps_per_pass: float | None = None
+    source_sha256: str | None = None
+    max_train_windows: int | None = None
+    max_eval_windows: int | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ForecastRequest:
+        """Read config.json's object (its keys checked once, here)."""
+        try:
+            return cls(method=str(data["method"]), dataset=str(data["dataset"]),
+                       source=str(data["source"]), channels=tuple(data["channels"]),
+                       seq_len=int(data["seq_len"]), horizon=int(data["horizon"]),
+                       model=dict(data["model"]), eps_per_pass=_number(data.get("eps_per_pass")),
+                       source_sha256=data.get("source_sha256"),
+                       max_train_windows=data.get("max_train_windows"),
+                       max_eval_windows=data.get("max_eval_windows"), raw=dict(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"config.json lacks or garbles {exc}: not a qpriv "
+                                    "forecasting run's settings") from exc
+
+
+@dataclass(frozen=True)
+class ForecastResult:
+    """What a run gave: result.json. Metrics are on the z-scored test split; ``mse`` is None
+    when training diverged before any finite validation loss. ``raw`` is the whole object."""
+
+    method: str
+    best_epoch: int
+    privacy: str
+    mse: float | None = None
+    mae: float | None = None
+    val_loss: float | None = None
+    diverged_epoch: int | None = None
+    seconds_per_epoch: float | None = None
+    windows: Mapping[str, int] = field(default_factory=dict)
+    params_total: int | None = None
+    p: float | None = None
+    gamma: float | None = None
+    sigma: float | None = None
+    noise_multiplier: float | None = None
+    calibration: Mapping[str, Any] | None = None
+    rigorous_calibration: Mapping[str, Any] | None = None
+    history: tuple[Mapping[str, Any], ...] = ()
+    claims: Mapping[str, PrivacyClaim] = field(default_factory=dict)
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ForecastResult:
+        """Read result.json's object (its keys checked once, here)."""
+        try:
+            claims = {key: PrivacyClaim.from_json(data[key]) for key in CLAIM_KEYS
+                      if isinstance(data.get(key), Mapping)}
+            return cls(
+                method=str(data["method"]), best_epoch=int(data.get("best_epoch") or 0),
+                privacy=str(data.get("privacy", "none")), mse=_number(data.get("mse")),
+                mae=_number(data.get("mae")), val_loss=_number(data.get("val_loss")),
+                diverged_epoch=data.get("diverged_epoch"),
+                seconds_per_epoch=_number(data.get("seconds_per_epoch")),
+                windows=dict(data.get("windows") or {}),
+                params_total=(data.get("params") or {}).get("total"),
+                p=_number(data.get("p")), gamma=_number(data.get("gamma")),
+                sigma=_number(data.get("sigma")),
+                noise_multiplier=_number(data.get("noise_multiplier")),
+                calibration=data.get("calibration"),
+                rigorous_calibration=data.get("rigorous_calibration"),
+                history=tuple(data.get("history") or ()), claims=claims, raw=dict(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"result.json lacks or garbles {exc}: not a qpriv "
+                                    "forecasting run's result") from exc
+
+    @property
+    def eps_per_pass(self) -> float | None:
+        """The per-pass budget the run claims (the LDPT paper's local eps-QDP), or None."""
+        claim = self.claims.get("eps_per_pass")
+        return None if claim is None else claim.value
+
+    @property
+    def released_claim(self) -> PrivacyClaim | None:
+        """The run's headline claim: the per-pass budget, DP-SGD's (eps, delta) on the
+        weights, or the rigorous record-level budget (None: the method claims nothing)."""
+        return next((self.claims[k] for k in ("eps_per_pass", "eps", "eps_total")
+                     if k in self.claims), None)
+
+    @property
+    def covers_weights(self) -> bool:
+        """Whether the headline claim holds for the trained weights (only DP-SGD's does)."""
+        return self.privacy == Kind.GLOBAL_DP

@@ -59,6 +59,8 @@ RESULT_FILE = "result.json"
 CHECKPOINT_FILE = "checkpoint.pt"
 REFERENCE_CHECKPOINT = "reference.pt"
 """The unclipped twin's checkpoint (``unclipped_reference``)."""
+DEFAULT_LR = 0.01
+"""The learning rate of a run that is given none and tunes none."""
 TUNING_FILE = "lr_tuning.json"
 """``qpriv train-classifier --lr-grid``'s choice, kept so that a resumed run need not tune."""
 DP_KIND = "global (eps, delta)-DP"
@@ -78,7 +80,7 @@ def train_classifier(
     batch: int,
     epochs: int,
     seed: int,
-    lr: float,
+    lr: float = DEFAULT_LR,
     eps: float | None = None,
     delta: float = 1e-5,
     optimizer: str = "adam",
@@ -111,8 +113,8 @@ def train_classifier(
         clip: the clipping threshold C > 0; ``"structural"`` for C = 2 G / tau (quantum
             models, Theorem 3.2); None for no clipping (only without ``eps``).
         batch: batch size |B| (the expected size under Poisson sampling).
-        epochs, seed, lr: the protocol; ``optimizer`` ``adam`` or ``sgd`` (post-processing of
-            the privatised gradient either way).
+        epochs, seed, lr: the protocol (``lr`` default :data:`DEFAULT_LR`); ``optimizer``
+            ``adam`` or ``sgd`` (post-processing of the privatised gradient either way).
         eps, delta: the target of a private run, (eps, delta)-DP by Opacus's RDP accountant;
             ``eps=None`` adds no noise and claims no privacy.
         preclip_noise: standard deviation of Gaussian noise added to every per-example

@@ -85,6 +85,11 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
     ``lr``) once per rate of ``grid`` on the validation split and return
     :func:`tuning_record` of the trials.
 
+    >>> record = tune_learning_rate(grid=[0.1, 0.01], task="synthetic", model="mlp", clip=1.0,
+    ...                             batch=64, epochs=1, seed=2024, threads=1)
+    >>> record["lr"] in (0.01, 0.1), [trial["lr"] for trial in record["trials"]]
+    (True, [0.01, 0.1])
+
     With ``out_dir`` (the directory the run trained at the chosen rate will use) the choice is
     kept there in :data:`~qpriv.classification.run.TUNING_FILE`, so that a resumed run trains
     at the same rate; the directory is checked before any trial trains. With ``resume`` a kept

@@ -237,3 +237,24 @@ def test_train_classifier_bad_input(capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
+
+
+@pytest.mark.parametrize("command", [[], ["calibrate"], ["audit", "channel"], ["audit", "run"],
+                                     ["audit", "sidechannel"], ["attack", "mia"], ["train"],
+                                     ["methods"], ["quickstart"], ["train-classifier"],
+                                     ["reproduce"], ["account"]])
+def test_help_is_plain_text_with_defaults(capsys, command):
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out
+    assert out.count("\n") > 3 and (not command or "(default" in out or command == ["methods"])
+
+
+def test_help_shows_the_library_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--horizon HORIZON forecast length H (default: 24)" in text
+    assert "(default: 0.1); methods without noise take none" in text

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from qpriv.cli import main
+from qpriv.privacy.claims import PrivacyClaim
 
 
 def _last_json(capsys) -> dict:
@@ -46,9 +47,11 @@ def test_methods_lists_every_method_with_its_claim(capsys):
     assert "global (eps, delta)-DP" in out and "local eps-QDP per pass" in out
 
 
-def test_every_printed_epsilon_carries_its_delta():
-    from qpriv.cli import _labelled
+def _labelled(entry: dict) -> str:
+    return PrivacyClaim.from_json(entry).label()
 
+
+def test_every_printed_epsilon_carries_its_delta():
     assert _labelled({"value": 2.5605, "kind": "composed", "accounting": "paper",
                       "delta_prime": 1e-6}) == "2.561 (composed, delta'=1e-06, accounting=paper)"
     assert _labelled({"value": 0.9999, "kind": "global (eps, delta)-DP", "delta": 1e-6,
@@ -187,7 +190,7 @@ def test_train_classifier_lr_grid_resumes_without_tuning_again(capsys, tmp_path,
     stored = json.loads((out / "result.json").read_text())
     assert stored["lr_tuning"] == first["lr_tuning"] == json.loads(
         (out / "lr_tuning.json").read_text())  # one write, with how the rate was chosen
-    monkeypatch.setattr(tuning, "tune_learning_rate", lambda **kw: pytest.fail("tuned again"))
+    monkeypatch.setattr(tuning, "train_classifier", lambda **kw: pytest.fail("tuned again"))
     assert main([*argv, "--resume"]) == 0
     assert _last_json(capsys) == stored
     assert main(argv) == 2  # without --resume a finished run is not overwritten
@@ -200,7 +203,7 @@ def test_ctrl_c_says_how_to_go_on(capsys, monkeypatch, tmp_path):
     def interrupted(**kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("qpriv.cli.train_classifier", interrupted)
+    monkeypatch.setattr("qpriv.cli.train_classifier.train_classifier", interrupted)
     argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
             "--out", str(tmp_path / "run")]
     assert main(argv) == 130
@@ -234,3 +237,24 @@ def test_train_classifier_bad_input(capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
+
+
+@pytest.mark.parametrize("command", [[], ["calibrate"], ["audit", "channel"], ["audit", "run"],
+                                     ["audit", "sidechannel"], ["attack", "mia"], ["train"],
+                                     ["methods"], ["quickstart"], ["train-classifier"],
+                                     ["reproduce"], ["account"]])
+def test_help_is_plain_text_with_defaults(capsys, command):
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "``" not in out
+    assert out.count("\n") > 3 and (not command or "(default" in out or command == ["methods"])
+
+
+def test_help_shows_the_library_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--horizon HORIZON forecast length H (default: 24)" in text
+    assert "(default: 0.1); methods without noise take none" in text

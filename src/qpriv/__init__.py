@@ -1,14 +1,68 @@
 """qpriv: private machine learning with privacy noise calibrated through simulated quantum channels.
 
-Two papers define the library (see ``README.md``):
+Two papers define the library (see README.md): LDPT, low-dimensional feature-path privacy for
+transformer forecasting (qpriv.forecasting, calibrated by qpriv.privacy through qpriv.quantum),
+and private training of classical, Lipschitz and variational quantum classifiers
+(qpriv.classification). The command line (qpriv.cli, the qpriv console script) calls the same
+functions.
 
-* LDPT, low-dimensional feature-path privacy for transformer forecasting
-  (``qpriv.forecasting``, calibrated by ``qpriv.privacy`` through ``qpriv.quantum``);
-* private training of classical, Lipschitz and variational quantum classifiers.
+Entry points:
+
+    train_forecaster    train and test one forecaster (LDPT or a baseline); the result holds
+                        every privacy number labelled (qpriv.forecasting.run.run_forecast)
+    load_run            read a finished forecasting run back: model, config, result, data
+                        (qpriv.forecasting.artifacts.load_run)
+    train_classifier    DP-SGD (or clipping only) on a classical, Lipschitz or quantum
+                        classifier (qpriv.classification.run.train_classifier)
+    tune_learning_rate  choose a classifier's rate on a validation split
+                        (qpriv.classification.tuning.tune_learning_rate)
+    calibrate           Algorithm 1 of the LDPT paper: eps_s -> p, gamma, sigma
+                        (qpriv.privacy.calibration.calibrate)
+    account             the rigorous (eps, delta) of the LDPT feature path beside the paper's
+                        (qpriv.privacy.accounting.account)
+    METHODS             the forecasting methods by name, each with the privacy it claims
+                        (qpriv.forecasting.methods.METHODS)
+    PrivacyClaim        one epsilon with its kind, accounting, unit and what it covers; Kind,
+                        Accounting and Unit name those (qpriv.privacy.claims)
+    QprivError          the base of every error qpriv raises on purpose; InvalidInputError for
+                        bad input, ArgumentError for arguments that do not go together
+    __version__         the installed version
+
+Example:
+
+>>> import qpriv
+>>> round(qpriv.calibrate(0.1).p, 4)
+0.9505
+>>> qpriv.METHODS["ldpt"].privacy
+'local eps-QDP per pass'
 """
 
-from qpriv.errors import InvalidInputError, QprivError
+from qpriv.classification.run import train_classifier
+from qpriv.classification.tuning import tune_learning_rate
+from qpriv.errors import ArgumentError, InvalidInputError, QprivError
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.methods import METHODS
+from qpriv.forecasting.run import run_forecast as train_forecaster
+from qpriv.privacy.accounting import account
+from qpriv.privacy.calibration import calibrate
+from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 
 __version__ = "0.1.0"
 
-__all__ = ["InvalidInputError", "QprivError", "__version__"]
+__all__ = [
+    "METHODS",
+    "Accounting",
+    "ArgumentError",
+    "InvalidInputError",
+    "Kind",
+    "PrivacyClaim",
+    "QprivError",
+    "Unit",
+    "__version__",
+    "account",
+    "calibrate",
+    "load_run",
+    "train_classifier",
+    "train_forecaster",
+    "tune_learning_rate",
+]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import operator
+import string
+from collections.abc import Mapping
 
 
 class QprivError(Exception):
@@ -68,3 +70,42 @@ def require_positive_int(name: str, value: object) -> int:
             f"{name} = {number} is outside the valid range [1, inf): it must be an integer >= 1"
         )
     return number
+
+
+class ArgumentError(InvalidInputError):
+    """Arguments that do not go together, in words that name them.
+
+    ``template`` writes every argument it names as a format field (``"{eps_total}"``). The
+    message (``str(error)``) names them as a Python caller wrote them: ``eps_total``, or
+    ``accounting='rigorous'`` for a field that ``values`` gives a value. :meth:`spelled` names
+    them as another interface spells them, e.g. the command line's ``--eps-total`` and
+    ``--accounting rigorous``, so that one rule, kept in the library, reads right in both.
+
+    Example:
+
+    >>> err = ArgumentError("{accounting} needs {eps_total}", values={"accounting": "rigorous"})
+    >>> str(err)
+    "accounting='rigorous' needs eps_total"
+    >>> err.spelled({"accounting": "--accounting", "eps_total": "--eps-total"})
+    '--accounting rigorous needs --eps-total'
+    """
+
+    def __init__(self, template: str, *, values: Mapping[str, object] | None = None) -> None:
+        self.template = template
+        self.values = dict(values or {})
+        super().__init__(self.spelled({}))
+
+    def spelled(self, names: Mapping[str, str]) -> str:
+        """The message with each argument called by ``names[field]`` (a field that ``names``
+        lacks keeps its Python name)."""
+        words = {}
+        for _, field, _, _ in string.Formatter().parse(self.template):
+            if not field:
+                continue
+            if field not in self.values:
+                words[field] = names.get(field, field)
+            elif field in names:
+                words[field] = f"{names[field]} {self.values[field]}"
+            else:
+                words[field] = f"{field}={self.values[field]!r}"
+        return self.template.format(**words)

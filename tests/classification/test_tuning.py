@@ -78,7 +78,7 @@ def test_tuning_trains_on_the_validation_split_and_keeps_the_best_rate(monkeypat
     assert record["trials"] == [{"lr": lr, "validation_accuracy": accuracy[lr]}
                                 for lr in (0.03, 0.3)]
     assert "not accounted" in record["privacy"]
-    with pytest.raises(InvalidInputError, match="not lr"):
+    with pytest.raises(InvalidInputError, match="not both"):
         tune_learning_rate(grid=[0.1], lr=0.1, **TINY)
 
 

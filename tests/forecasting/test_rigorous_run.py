@@ -48,7 +48,7 @@ def test_paper_run_carries_the_rigorous_accounting_beside(tmp_path):
 
 
 def test_rigorous_run_is_calibrated_to_its_record_budget(tmp_path):
-    result = run_forecast(method="ldpt", accounting="rigorous", eps=3.0, delta=1e-5,
+    result = run_forecast(method="ldpt", accounting="rigorous", eps_total=3.0, delta=1e-5,
                           out_dir=tmp_path / "run", **TINY)
     assert result["eps_per_pass"] is None
     total = result["eps_total"]

@@ -60,7 +60,8 @@ from torch import Tensor
 from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.methods import DEFAULT_EPS, setup_method
+from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
@@ -679,6 +680,8 @@ def audit_sidechannel(
             )
         return _audit_run(run_dir, count=count, seed=seed, data_dir=data_dir,
                           accounting=accounting)
+    if eps is None and method_entry(method).needs_eps:
+        eps = DEFAULT_EPS
     overrides = {name: value for name, value in (("gate", gate), ("normalisation", normalisation))
                  if value is not None}
     base = ModelConfig()

@@ -24,11 +24,15 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION
-from qpriv.classification.run import train_classifier
-from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.classification.run import check_out_dir, train_classifier
+from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
+from qpriv.runs.cache import cached_json
+from qpriv.runs.files import atomic_write_json
+from qpriv.runs.layout import TUNING_FILE
 
 LR_FACTORS = (0.1, 0.3, 1.0, 3.0)
 """The default grid around a model's base rate: a decade below it and a factor 3 above."""
@@ -77,22 +81,61 @@ def tuning_record(trials: Sequence[tuple[float, dict]], *, validation: float) ->
 
 
 def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_FRACTION,
+                       out_dir: str | Path | None = None, resume: bool = False,
                        **arguments: Any) -> dict:
     """Train ``arguments`` (those of :func:`~qpriv.classification.run.train_classifier`, less
     ``lr``) once per rate of ``grid`` on the validation split and return
     :func:`tuning_record` of the trials.
 
+    >>> record = tune_learning_rate(grid=[0.1, 0.01], task="synthetic", model="mlp", clip=1.0,
+    ...                             batch=64, epochs=1, seed=2024, threads=1)
+    >>> record["lr"] in (0.01, 0.1), [trial["lr"] for trial in record["trials"]]
+    (True, [0.01, 0.1])
+
+    With ``out_dir`` (the directory the run trained at the chosen rate will use) the choice is
+    kept there in :data:`~qpriv.runs.layout.TUNING_FILE`, so that a resumed run trains
+    at the same rate; the directory is checked before any trial trains. With ``resume`` a kept
+    choice is read back instead of tuning again, and must come from the same grid.
+
     Raises:
-        InvalidInputError: an empty grid, a bad rate, or any bad training argument.
+        InvalidInputError: an empty grid, a bad rate, ``lr`` beside the grid, an ``out_dir``
+            that already holds a run without ``resume``, a kept choice from another grid, or
+            any bad training argument.
     """
 
     if "lr" in arguments:
-        raise InvalidInputError("give the rates in grid, not lr: tuning chooses lr")
+        if arguments["lr"] is None:
+            del arguments["lr"]
+        else:
+            raise ArgumentError("give {lr} or {grid}, not both: the grid chooses the rate")
     rates = sorted({require_in_range("lr", lr, low=0.0) for lr in grid})
     if not rates:
         raise InvalidInputError("the learning-rate grid is empty: give at least one rate")
+    out = check_out_dir(out_dir, resume=resume)
+    kept = None if out is None else out / TUNING_FILE
+
+    def same_grid(record: dict) -> bool:
+        tried = sorted(t.get("lr") for t in record.get("trials", []) if isinstance(t, dict))
+        if tried != rates or "lr" not in record:
+            where = str(kept).replace("{", "{{").replace("}", "}}")
+            raise ArgumentError(f"{where} tuned over another {{grid}}; resume with the same "
+                                "grid, or start afresh in another {out_dir}")
+        return True
+
+    def tune() -> dict:
+        trials = [(lr, train_classifier(**{**arguments, "diagnostics": False,
+                                           "unclipped_reference": False, "out_dir": None},
+                                        lr=lr, validation=validation))
+                  for lr in rates]
+        return tuning_record(trials, validation=validation)
+
+    return cached_json(kept, tune, damaged="refuse", fix="delete it to tune again",
+                       valid=same_grid, reuse=resume)
     arguments = {**arguments, "diagnostics": False, "unclipped_reference": False,
                  "out_dir": None}
     trials = [(lr, train_classifier(**arguments, lr=lr, validation=validation))
               for lr in rates]
-    return tuning_record(trials, validation=validation)
+    record = tuning_record(trials, validation=validation)
+    if kept is not None:
+        atomic_write_json(kept, record)
+    return record

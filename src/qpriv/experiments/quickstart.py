@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from qpriv.audits.channel import ChannelAudit, audit_channel
 from qpriv.forecasting.run import run_forecast
@@ -78,3 +79,35 @@ def run_quickstart(
     eps_values = [r.eps for r in runs if r.eps is not None]
     audit = audit_channel(min(eps_values) if eps_values else 0.1)
     return results, audit
+
+
+def quickstart_rows(results: Sequence[dict]) -> list[dict]:
+    """One table row per run of :func:`run_quickstart`'s results: the test MSE and MAE (the
+    mean over the evaluation passes, since LDPT's predictions are stochastic), the change of
+    MSE against the ``classical`` run in percent (None for that run itself, and for every run
+    when there is none), and the run's privacy numbers, labelled: per pass and composed
+    (accounting=paper), token and record (accounting=rigorous), with the noise scales."""
+    means = [{**r, "mse": r.get("mse_mean", r["mse"]), "mae": r.get("mae_mean", r["mae"])}
+             for r in results]
+    classical = next((r for r in means if r["method"] == "classical"), None)
+    rows = []
+    for r in means:
+        rigorous = r.get("rigorous") or {}
+        rows.append({
+            "label": r["label"], "method": r["method"], "mse": r["mse"], "mae": r["mae"],
+            "delta_mse_pct": (None if classical is None or r is classical
+                              else 100 * (r["mse"] / classical["mse"] - 1)),
+            "eps_per_pass": r.get("eps_per_pass"), "eps_advanced": r.get("eps_advanced"),
+            "sigma": r.get("sigma"), "p": r.get("p"), "privacy": r["privacy"],
+            "eps_record_rigorous": rigorous.get("eps_record"),
+            "eps_token_rigorous": rigorous.get("eps_token"),
+        })
+    return rows
+
+
+def audit_row(audit: ChannelAudit) -> dict[str, Any]:
+    """The quickstart's line of the channel audit (Theorem 1's bound against the worst exact
+    D_max found), labelled."""
+    return {"eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound,
+            "dmax_max": audit.dmax_max, "slack": audit.slack, "pairs": audit.pairs,
+            "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting}

@@ -102,6 +102,18 @@ class LoadedRun:
 def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> LoadedRun:
     """Read the finished run in ``run_dir`` (written by ``run_forecast(out_dir=...)``).
 
+    Example (seconds: a tiny run on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``):
+
+    >>> import tempfile
+    >>> from qpriv.forecasting.run import run_forecast
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     _ = run_forecast(method="classical", seq_len=64, epochs=1, max_train_windows=64,
+    ...                      max_eval_windows=32, progress=False, out_dir=out,
+    ...                      overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
+    ...     run = load_run(out)
+    >>> run.method, run.best_epoch
+    ('classical', 1)
+
     Args:
         run_dir: the run's directory (``qpriv train --out DIR``).
         data_dir: the dataset's file or a directory holding it, searched before the path the

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind
@@ -110,6 +110,50 @@ def check_method_eps(name: str, eps: float | None) -> float | None:
             f"method {name!r} needs a per-pass privacy budget eps > 0 (e.g. eps = 0.1)"
         )
     return check_eps("eps (per-pass budget eps_s)", eps)
+
+
+DEFAULT_EPS = 0.1
+"""The per-pass budget eps_s of a run of a method that calibrates to one when none is given."""
+ACCOUNTINGS = ("paper", "rigorous")
+
+
+def run_budget(name: str, *, eps: float | None = None, eps_total: float | None = None,
+               accounting: str = "paper") -> float | None:
+    """The one budget a run of method ``name`` is built at, from the two a caller may give.
+
+    Under ``accounting="paper"`` the budget is ``eps``, the per-pass eps_s of Algorithm 1
+    (:data:`DEFAULT_EPS` when a method that calibrates to one gets none; a method that adds no
+    noise takes none). Under ``"rigorous"`` it is ``eps_total``, the record-level eps over the
+    whole training (:mod:`qpriv.forecasting.rigorous`), which must be given; ``eps`` is then
+    refused, so that neither budget is ever silently read as the other.
+
+    Raises:
+        ArgumentError: ``eps`` and ``eps_total`` mixed up with the accounting, or ``eps`` for
+            a method without noise.
+        InvalidInputError: an unknown method or accounting.
+    """
+    entry = method(name)
+    if accounting not in ACCOUNTINGS:
+        raise InvalidInputError(f"accounting = {accounting!r} is not 'paper' or 'rigorous'")
+    if accounting == "rigorous":
+        if eps_total is None:
+            raise ArgumentError("{accounting} needs {eps_total} (the record-level eps over "
+                                "the whole training, at {delta})",
+                                values={"accounting": "rigorous"})
+        if eps is not None:
+            raise ArgumentError("{eps} is the paper's per-pass budget; {accounting} takes "
+                                "{eps_total} only", values={"accounting": "rigorous"})
+        return eps_total
+    if eps_total is not None:
+        raise ArgumentError("{eps_total} is the rigorous budget: pass {accounting} with it, "
+                            "or {eps} for the paper's per-pass budget",
+                            values={"accounting": "rigorous"})
+    if not entry.needs_eps:
+        if eps is not None:
+            raise ArgumentError(f"method {name!r} adds no noise and takes no {{eps}}; leave it "
+                                "out")
+        return None
+    return DEFAULT_EPS if eps is None else eps
 
 
 def replace_config(config: ModelConfig, **changes: Any) -> ModelConfig:

@@ -112,7 +112,13 @@ _FIELDS = ("value", "kind", "accounting", "unit", "covers", "delta", "notes")
 
 @dataclass(frozen=True)
 class PrivacyClaim:
-    """One epsilon with everything needed to read it (see the module docstring)."""
+    """One epsilon with everything needed to read it (see the module docstring).
+
+    >>> entry = {"value": 2.5605, "kind": "composed", "accounting": "paper",
+    ...          "delta_prime": 1e-6}
+    >>> PrivacyClaim.from_json(entry).label()
+    "2.561 (composed, delta'=1e-06, accounting=paper)"
+    """
 
     value: float | None
     kind: Kind

@@ -1,0 +1,75 @@
+"""The qpriv command line.
+
+Every privacy number it prints carries its kind (local eps-QDP per pass, composed, or global
+(eps, delta)-DP) and its accounting (paper or rigorous). With --json the last line of standard
+output is one JSON object. Bad input exits with code 2 and one line on stderr; the rules about
+which arguments go together live in the library, and an error about them names the flags.
+
+One module per command, each with its parser beside its handler: :mod:`~qpriv.cli.calibrate`,
+:mod:`~qpriv.cli.audit`, :mod:`~qpriv.cli.attack`, :mod:`~qpriv.cli.train`,
+:mod:`~qpriv.cli.methods`, :mod:`~qpriv.cli.quickstart`, :mod:`~qpriv.cli.train_classifier`,
+:mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.account`; what they share is in
+:mod:`~qpriv.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from qpriv.cli import (
+    account,
+    attack,
+    audit,
+    calibrate,
+    methods,
+    quickstart,
+    reproduce,
+    train,
+    train_classifier,
+)
+from qpriv.cli.common import Parser, after_interrupt, flag_names
+from qpriv.errors import ArgumentError, QprivError
+
+COMMANDS = (calibrate, audit, attack, train, methods, quickstart, train_classifier, reproduce,
+            account)
+"""The command modules, in the order ``qpriv --help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``qpriv`` argument parser: every command module adds its own."""
+    parser = Parser(prog="qpriv", description=" ".join(" ".join(__doc__.split("\n\n")[:2])
+                                                     .split()))
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``qpriv`` console script: run one command, return its exit code."""
+    args = None
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args)
+    except ArgumentError as err:
+        print(f"qpriv: error: {err.spelled(flag_names(parser))}", file=sys.stderr)
+        return 2
+    except QprivError as err:
+        print(f"qpriv: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"qpriv: interrupted{after_interrupt(args)}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `qpriv calibrate | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as err:  # a path the user gave that cannot be read or made (--out a/b
+        if err.filename is None:  # with a a file, an unwritable place): one line, not a trace
+            raise
+        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; check the paths given "
+              "(--out, --csv, --data-dir)", file=sys.stderr)
+        return 2

@@ -1,0 +1,128 @@
+"""What every ``qpriv`` command uses: the parser that fails in one line, the argument types,
+the help layout, JSON output, the words for library arguments and the hint after Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+from qpriv.errors import QprivError
+
+JSON_HELP = "print one JSON object (the last line of standard output)"
+KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid"}
+"""Library keyword arguments whose flag is not their name with dashes."""
+
+
+class UsageError(QprivError):
+    """A command-line argument that argparse rejected."""
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's help with ``(default: ...)`` after every option whose default is a value
+    (not for None or False, and not where the help text already says what the default is)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser that reports bad input in one line, with exit code 2, and no usage
+    dump (:func:`qpriv.cli.main` prints the line)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
+                ) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` opens with its one-line description."""
+    return subparsers.add_parser(name, help=help, description=help)
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    """``--json``: print one JSON object instead of the tables."""
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def emit_json(payload: dict) -> None:
+    """Print ``payload`` as one JSON line (non-finite floats as null)."""
+    print(json.dumps(payload, allow_nan=False, default=_jsonable))
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def existing_path(text: str) -> str:
+    """An argparse type: a file or directory that exists (never a silent fallback elsewhere)."""
+    if not text.strip() or not Path(text).expanduser().exists():
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist")
+    return text
+
+
+def out_path(text: str) -> str:
+    """An argparse type: a non-empty output path."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name the output directory")
+    return text
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def number(entry: object) -> object:
+    """The number of a labelled privacy entry, or the entry itself (None stays None)."""
+    return entry["value"] if isinstance(entry, dict) else entry
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Library keyword argument -> the flag that sets it, over every command of ``parser``
+    (``eps_total`` -> ``--eps-total``), for :meth:`qpriv.errors.ArgumentError.spelled`."""
+    names = dict(KEYWORD_FLAGS)
+    for each in _parsers(parser):
+        for action in each._actions:
+            if action.option_strings and action.dest != "help":
+                names.setdefault(action.dest, max(action.option_strings, key=len))
+    return names
+
+
+def after_interrupt(args: argparse.Namespace | None) -> str:
+    """How to go on after Ctrl-C, for the commands that keep their work."""
+    command = getattr(args, "command", None)
+    out = getattr(args, "out", None)
+    if command in ("train", "train-classifier") and out:
+        return f"; rerun with --out {out} --resume to continue from the last finished epoch"
+    if command == "reproduce":
+        return "; run the same command again: finished cells are kept"
+    if command == "quickstart":
+        return ("; run it again with the same --out to continue" if out else
+                "; nothing was kept (give --out to keep finished runs)")
+    return ""

@@ -1,0 +1,74 @@
+"""``qpriv reproduce``: a table or figure of either paper, ours beside the paper's numbers
+(:mod:`qpriv.experiments.runner`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from qpriv.cli.common import (
+    add_command,
+    add_json_flag,
+    emit_json,
+    existing_path,
+    out_path,
+    positive_int,
+)
+from qpriv.errors import InvalidInputError
+from qpriv.experiments.runner import experiment_list, print_list, run_experiment
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``qpriv reproduce`` to the subcommands ``sub``."""
+    rp = add_command(sub, "reproduce", help="a table or figure of either paper, ours beside "
+                                            "the paper's numbers")
+    rp.add_argument("id", nargs="?", help="table1 ... table16, tableA1 ... tableA6, figure3, "
+                                          "figure4 (LDPT paper); qml-figure2 ... qml-figure10 "
+                                          "(private-training paper) (see --list)")
+    rp.add_argument("--list", action="store_true", help="list the experiments and their cost")
+    rp.add_argument("--quick", action="store_true",
+                    help="a budget that finishes in minutes on 2 CPU cores (fewer epochs and "
+                         "windows) (default: the paper's full budget)")
+    rp.add_argument("--budget", choices=("full", "quick", "tiny"),
+                    help="explicit budget (tiny: the test suite's)")
+    rp.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the paper's)")
+    rp.add_argument("--out", type=out_path, default="runs/reproduce",
+                    help="cells and reports go here; finished cells are never recomputed")
+    rp.add_argument("--data-dir", type=existing_path,
+                    help="file or directory holding the datasets")
+    rp.add_argument("--threads", type=positive_int, default=1,
+                    help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
+    rp.add_argument("--quiet", action="store_true", help="no progress output")
+    add_json_flag(rp)
+    rp.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the experiments, or run one and print its report; exit code 1 if a cell failed."""
+    if args.list:
+        if args.json:
+            emit_json({"experiments": experiment_list()})
+        else:
+            print_list()
+        return 0
+    if not args.id:
+        raise InvalidInputError("name an experiment (e.g. qpriv reproduce table3 --quick) or "
+                                "pass --list")
+    if args.quick and args.budget not in (None, "quick"):
+        raise InvalidInputError(f"--quick and --budget {args.budget} ask for two budgets; give "
+                                "one")
+    budget = args.budget or ("quick" if args.quick else "full")
+    quiet = args.quiet or args.json
+    report = run_experiment(
+        args.id, budget=budget, seeds=args.seeds, out_dir=args.out, data_dir=args.data_dir,
+        progress=not quiet, threads=args.threads,
+        announce=None if quiet else (lambda line: print(line, file=sys.stderr)),
+    )
+    if args.json:
+        emit_json(report.as_dict())
+    else:
+        print(Path(report.files["markdown"]).read_text(), end="")
+        print(f"written to {Path(report.files['markdown']).parent} "
+              f"({report.seconds:.0f} s, {len(report.failures)} failed cells)")
+    return 1 if report.failures else 0

@@ -1,0 +1,139 @@
+"""``qpriv train-classifier``: DP-SGD (or clipping only) on a classical, Lipschitz or quantum
+classifier (:func:`qpriv.classification.run.train_classifier`), with the learning rate given or
+tuned on a validation split (:func:`qpriv.classification.tuning.tune_learning_rate`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from qpriv.classification.run import DEFAULT_LR, train_classifier
+from qpriv.classification.tuning import tune_learning_rate
+from qpriv.cli.common import (
+    add_command,
+    add_json_flag,
+    emit_json,
+    out_path,
+    positive_int,
+)
+from qpriv.errors import InvalidInputError
+
+
+def clip_value(text: str) -> float | str | None:
+    """An argparse type: a clipping threshold, ``structural`` or ``none`` (None)."""
+    if text in ("structural", "none"):
+        return None if text == "none" else text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number, 'structural' or 'none', got {text!r}"
+        ) from None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``qpriv train-classifier`` to the subcommands ``sub``."""
+    tc = add_command(sub, "train-classifier",
+                     help="DP-SGD (or clipping only) on a classical, Lipschitz or quantum model")
+    tc.add_argument("--task", default="synthetic", help="synthetic, digits or folder:PATH")
+    tc.add_argument("--model", default="quantum",
+                    help="mlp, lipschitz, quantum, cnn or quantum-image")
+    tc.add_argument("--clip", type=clip_value, default=1.5,
+                    help="clipping threshold C, 'structural' (C = 2G/tau) or 'none'")
+    tc.add_argument("--batch", type=positive_int, default=64,
+                    help="expected batch size (Poisson sampling)")
+    tc.add_argument("--eps", type=float,
+                    help="target eps of (eps, delta)-DP (default: none, no noise)")
+    tc.add_argument("--delta", type=float, help="delta of --eps (default: 1e-5)")
+    tc.add_argument("--epochs", type=positive_int, default=20, help="training epochs")
+    tc.add_argument("--seed", type=int, default=2024, help="seed of the run")
+    tc.add_argument("--lr", type=float, help=f"learning rate (default: {DEFAULT_LR:g})")
+    tc.add_argument("--lr-grid", type=float, nargs="+", metavar="LR",
+                    help="tune the rate: one run per LR on a validation split held out of the "
+                         "training set, then train with the best (the choice is not accounted)")
+    tc.add_argument("--optimizer", default="adam", help="adam or sgd")
+    tc.add_argument("--preclip-noise", type=float, default=0.0,
+                    help="std s of Gaussian noise added to every per-example gradient before "
+                         "clipping (the paper's symmetrisation; not counted as privacy)")
+    tc.add_argument("--tau", type=float, help="logit temperature (quantum; default: 0.5)")
+    tc.add_argument("--layers", type=positive_int,
+                    help="circuit layers L (quantum; default: 8, 28 for quantum-image)")
+    tc.add_argument("--depolarizing", type=float,
+                    help="global depolarizing lambda (quantum; default: 0)")
+    tc.add_argument("--shots", type=positive_int,
+                    help="read-out shots S (quantum; default: exact expectations)")
+    tc.add_argument("--unclipped-reference", action="store_true",
+                    help="also train without clipping and report the distance from its loss")
+    tc.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's)")
+    tc.add_argument("--out", type=out_path,
+                    help="keep config, per-epoch checkpoints and result here (default: none, "
+                         "nothing is written)")
+    tc.add_argument("--resume", action="store_true",
+                    help="continue the run in --out (same settings); a finished one is read")
+    tc.add_argument("--quiet", action="store_true", help="no progress output")
+    add_json_flag(tc)
+    tc.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Tune the rate if asked, train, and print the accuracy, privacy and diagnostics."""
+    if args.delta is not None and args.eps is None:
+        raise InvalidInputError("--delta is the delta of --eps's (eps, delta)-DP: give --eps "
+                                "with it, or leave both out for a run without noise")
+    quantum_flags = [flag for flag, value in (("--tau", args.tau), ("--layers", args.layers),
+                                              ("--depolarizing", args.depolarizing),
+                                              ("--shots", args.shots)) if value is not None]
+    if quantum_flags and args.model not in ("quantum", "quantum-image"):
+        raise InvalidInputError(f"{', '.join(quantum_flags)} set the quantum models; model "
+                                f"{args.model!r} takes none: leave them out")
+    optional = {name: value for name, value in (("delta", args.delta), ("tau", args.tau),
+                                                ("depolarizing", args.depolarizing))
+                if value is not None}  # the library's defaults otherwise
+    settings = dict(
+        task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
+        seed=args.seed, eps=args.eps, optimizer=args.optimizer,
+        preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
+        threads=args.threads, **optional,
+    )
+    quiet = args.quiet or args.json
+    tuning = None
+    if args.lr_grid:
+        tuning = tune_learning_rate(grid=args.lr_grid, lr=args.lr, out_dir=args.out,
+                                    resume=args.resume, **settings)
+        if not quiet:
+            trials = ", ".join(f"{t['lr']:g}: {t['validation_accuracy']:.3f}"
+                               for t in tuning["trials"])
+            print(f"learning rate {tuning['lr']:g} chosen on the validation split ({trials})",
+                  file=sys.stderr)
+    rate = {"lr": tuning["lr"]} if tuning else {} if args.lr is None else {"lr": args.lr}
+    result = train_classifier(**settings, **rate, unclipped_reference=args.unclipped_reference,
+                              out_dir=args.out, resume=args.resume, lr_tuning=tuning,
+                              progress=not quiet)
+    if args.json:
+        emit_json(result)
+        return 0
+    diag = result["final_diagnostics"]
+    print(f"{result['model']} on {result['task']['task']}: test accuracy "
+          f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters, "
+          f"lr {result['request']['lr']:g})")
+    if result.get("diverged_epoch"):
+        print(f"  DIVERGED at epoch {result['diverged_epoch']} (training loss not finite); "
+              "training stopped there and the model predicts no class")
+    if tuning:
+        print(f"  lr tuning: {tuning['privacy']}")
+    print(f"  privacy: {result['privacy']}")
+    if isinstance(result.get("eps"), dict):
+        eps = result["eps"]
+        print(f"  eps {eps['value']:.4g} at delta {eps['delta']:g} ({eps['kind']}, "
+              f"accounting={eps['accounting']}, {eps['accountant']}); noise multiplier "
+              f"{result['noise_multiplier']['value']:.4g}")
+    for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_example_norm",
+                "max_example_norm"):
+        if key in diag:
+            value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
+            print(f"  {key.replace('_', ' ')}: {value}")
+    if "diagnostics_scope" in result:
+        print(f"  diagnostics: {result['diagnostics_scope']}")
+    for note in result.get("privacy_notes", []):
+        print(f"  note: {note}")
+    return 0

@@ -149,7 +149,8 @@ def test_diverged_seeds_are_counted_and_left_out_of_the_mean():
 
 def test_a_cell_that_diverged_before_any_model_is_reported_not_attacked(tmp_path):
     (tmp_path / "result.json").write_text(json.dumps(
-        {"mse": None, "mae": None, "val_loss": None, "best_epoch": 0, "diverged_epoch": 1,
+        {"method": "ldpt", "mse": None, "mae": None, "val_loss": None, "best_epoch": 0,
+         "diverged_epoch": 1,
          "history": [{"epoch": 1, "train_loss": None, "val_loss": None, "diverged": True}]}))
     values = runner.cell_metrics(tmp_path, metrics=("mse", "mia_accuracy", "loss_gap"),
                                  budget=TINY, data_dir=None)
@@ -173,7 +174,8 @@ def test_a_damaged_cell_is_named_and_a_damaged_attack_cache_recomputed(tmp_path,
     with pytest.raises(InvalidInputError, match=r"cannot read .*result.json: the file is "
                                                 r"damaged .*delete .* to recompute this cell"):
         runner.cell_metrics(tmp_path, metrics=("mse",), budget=TINY, data_dir=None)
-    (tmp_path / "result.json").write_text(json.dumps({"mse": 0.4, "best_epoch": 1}))
+    (tmp_path / "result.json").write_text(json.dumps(
+        {"method": "ldpt", "mse": 0.4, "best_epoch": 1}))
     (tmp_path / "mia.json").write_text("")  # an empty cache
     attack = {"accuracy": 0.6, "auc": 0.65, "loss_gap": -0.1, "member_loss_mean": 0.3,
               "nonmember_loss_mean": 0.4, "tpr_at_fpr": [{"target_fpr": 0.01, "tpr": 0.02}]}

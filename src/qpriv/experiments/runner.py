@@ -190,8 +190,11 @@ def _recompute_cell(run_dir: Path) -> str:
 def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
                  data_dir: str | Path | None) -> dict[str, Any]:
     """The metrics of one finished run (derived columns are left to the experiment)."""
-    result = ForecastResult.from_json(
-        read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir)))
+    stored = read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir))
+    try:
+        result = ForecastResult.from_json(stored)
+    except InvalidInputError as problem:
+        raise InvalidInputError(f"{run_dir}: {problem}; {_recompute_cell(run_dir)}") from problem
     history, best = result.history, result.best_epoch
     advanced, spent = result.claims.get("eps_advanced"), result.claims.get("eps")
     values: dict[str, Any] = {

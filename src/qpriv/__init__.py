@@ -33,8 +33,8 @@ Example:
 >>> import qpriv
 >>> round(qpriv.calibrate(0.1).p, 4)
 0.9505
->>> qpriv.METHODS["ldpt"].privacy
-'local eps-QDP per pass'
+>>> print(qpriv.METHODS["ldpt"].privacy)
+local eps-QDP per pass
 """
 
 from qpriv.classification.run import train_classifier

@@ -10,11 +10,11 @@ from qpriv.cli.common import (
     add_json_flag,
     emit_json,
     existing_path,
-    number,
     out_path,
     positive_int,
 )
 from qpriv.forecasting.methods import DEFAULT_EPS
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
 from qpriv.privacy.claims import PrivacyClaim
 
@@ -88,35 +88,38 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
         return 0
-    params = result["params"]
-    if result["mse"] is None:
-        scores = "no test MSE (no epoch had a finite validation loss)"
-    else:
-        scores = (f"test MSE {result['mse']:.4f}, MAE {result['mae']:.4f} (z-scored), "
-                  f"best val loss {result['val_loss']:.4f} at epoch {result['best_epoch']}/"
-                  f"{result['epochs']}")
-    print(f"{result['method']} on {result['dataset']}, H = {result['horizon']}: {scores}, "
-          f"{result['seconds_per_epoch']:.1f} s/epoch, {params['total']:,} parameters")
-    if result.get("diverged_epoch"):
-        print(f"  DIVERGED at epoch {result['diverged_epoch']} (loss not finite); training "
-              "stopped there")
-    print(f"  privacy: {result['privacy']}")
-    for key in ("eps_per_pass", "eps_basic", "eps_advanced", "eps", "eps_total"):
-        if isinstance(result.get(key), dict) and result[key]["value"] is not None:
-            print(f"  {key.replace('_', ' '):<14} {PrivacyClaim.from_json(result[key]).label()}")
-    scales = [f"{name} = {number(result[name]):.4g}"
-              for name in ("p", "gamma", "sigma", "noise_multiplier") if name in result]
-    if scales:
-        print(f"  noise          {', '.join(scales)}")
-    for unit in ("token", "window", "record"):
-        entry = (result.get("rigorous") or {}).get(f"eps_{unit}")
-        if entry:
-            print(f"  eps {unit:<10} {entry['value']:.4g} at delta {entry['delta']:g} "
-                  f"({entry['kind']}, accounting={entry['accounting']})")
-    if (result.get("rigorous") or {}).get("covers"):
-        print(f"  rigorous eps hold for {result['rigorous']['covers']}")
-    for note in result.get("privacy_notes", []):
-        print(f"  note: {note}")
+    _print_result(ForecastResult.from_json(result))
     if args.out:
         print(f"  written to {args.out}")
     return 0
+
+
+def _print_result(result: ForecastResult) -> None:
+    """The run's scores, its privacy claims and the notes on what they leave out."""
+    if result.mse is None:
+        scores = "no test MSE (no epoch had a finite validation loss)"
+    else:
+        scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), best val loss "
+                  f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}")
+    print(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
+          f"{result.seconds_per_epoch:.1f} s/epoch, {result.params_total:,} parameters")
+    if result.diverged_epoch:
+        print(f"  DIVERGED at epoch {result.diverged_epoch} (loss not finite); training "
+              "stopped there")
+    print(f"  privacy: {result.privacy}")
+    for key, claim in result.claims.items():
+        if claim.value is not None:
+            print(f"  {key.replace('_', ' '):<14} {claim.label()}")
+    if result.noise_scales:
+        print("  noise          " + ", ".join(f"{name} = {value:.4g}"
+                                              for name, value in result.noise_scales.items()))
+    for unit in ("token", "window", "record"):
+        entry = result.rigorous.get(f"eps_{unit}")
+        if entry:
+            claim = PrivacyClaim.from_json(entry)
+            print(f"  eps {unit:<10} {claim.value:.4g} at delta {claim.delta:g} "
+                  f"({claim.kind}, accounting={claim.accounting})")
+    if result.rigorous.get("covers"):
+        print(f"  rigorous eps hold for {result.rigorous['covers']}")
+    for note in result.privacy_notes:
+        print(f"  note: {note}")

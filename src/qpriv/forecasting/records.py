@@ -77,6 +77,9 @@ class ForecastResult:
     method: str
     best_epoch: int
     privacy: str
+    dataset: str = ""
+    horizon: int | None = None
+    epochs: int | None = None
     mse: float | None = None
     mae: float | None = None
     val_loss: float | None = None
@@ -92,6 +95,8 @@ class ForecastResult:
     rigorous_calibration: Mapping[str, Any] | None = None
     history: tuple[Mapping[str, Any], ...] = ()
     claims: Mapping[str, PrivacyClaim] = field(default_factory=dict)
+    rigorous: Mapping[str, Any] = field(default_factory=dict)
+    privacy_notes: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -102,7 +107,9 @@ class ForecastResult:
                       if isinstance(data.get(key), Mapping)}
             return cls(
                 method=str(data["method"]), best_epoch=int(data.get("best_epoch") or 0),
-                privacy=str(data.get("privacy", "none")), mse=_number(data.get("mse")),
+                privacy=str(data.get("privacy", "none")), dataset=str(data.get("dataset", "")),
+                horizon=data.get("horizon"), epochs=data.get("epochs"),
+                mse=_number(data.get("mse")),
                 mae=_number(data.get("mae")), val_loss=_number(data.get("val_loss")),
                 diverged_epoch=data.get("diverged_epoch"),
                 seconds_per_epoch=_number(data.get("seconds_per_epoch")),
@@ -113,7 +120,9 @@ class ForecastResult:
                 noise_multiplier=_number(data.get("noise_multiplier")),
                 calibration=data.get("calibration"),
                 rigorous_calibration=data.get("rigorous_calibration"),
-                history=tuple(data.get("history") or ()), claims=claims, raw=dict(data))
+                history=tuple(data.get("history") or ()), claims=claims,
+                rigorous=dict(data.get("rigorous") or {}),
+                privacy_notes=tuple(data.get("privacy_notes") or ()), raw=dict(data))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"result.json lacks or garbles {exc}: not a qpriv "
                                     "forecasting run's result") from exc
@@ -123,6 +132,14 @@ class ForecastResult:
         """The per-pass budget the run claims (the LDPT paper's local eps-QDP), or None."""
         claim = self.claims.get("eps_per_pass")
         return None if claim is None else claim.value
+
+    @property
+    def noise_scales(self) -> dict[str, float]:
+        """The noise settings the run recorded: the channel's p and gamma, the injections'
+        sigma, DP-SGD's noise multiplier (those the method has)."""
+        return {name: value for name, value in (
+            ("p", self.p), ("gamma", self.gamma), ("sigma", self.sigma),
+            ("noise_multiplier", self.noise_multiplier)) if value is not None}
 
     @property
     def released_claim(self) -> PrivacyClaim | None:

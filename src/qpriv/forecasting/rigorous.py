@@ -35,7 +35,8 @@ RIGOROUS_PRIVACY = ("rigorous (eps, delta) per record over training of the quant
 TARGETS_NOTE = ("the forecast targets enter the training loss without passing the channel, so "
                 "the trained weights are not covered by any feature-path epsilon: it holds for "
                 "the quantum features released each pass")
-FORMAT = 1
+FORMAT = 2
+"""Version of the cached rigorous summaries: 2 stores each epsilon as a privacy claim."""
 
 
 def accounting_cache_dir() -> Path:

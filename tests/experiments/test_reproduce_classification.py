@@ -189,7 +189,9 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
 
 
 def _hand_result(accuracy: float, history: list[dict], **more) -> dict:
-    return {"accuracy": accuracy, "history": history, "request": {"lr": 0.1},
+    return {"model": "mlp", "task": {"task": "synthetic"}, "parameters": 100,
+            "privacy": "none (clipping only: no noise, no privacy guarantee)", "eps": None,
+            "accuracy": accuracy, "history": history, "request": {"lr": 0.1},
             "final_diagnostics": history[-1], **more}
 
 
@@ -198,7 +200,7 @@ def test_rows_average_over_seeds_and_keep_each_seeds_values_with_it():
     first = _hand_result(0.6, [{"clip_probability": 0.2}, {"clip_probability": 0.4}])
     second = _hand_result(0.8, [{"clip_probability": 0.6}, {"clip_probability": 0.8}])
     (row,) = qml.final_rows({("mlp",): [first, second]}, keys=("model",),
-                                        metrics=("clip_probability",))
+                            metrics=("clip_probability",))
     assert row["seeds"] == 2 and row["accuracy"] == pytest.approx(0.7)
     assert row["accuracy_std"] == pytest.approx(math.sqrt(0.02))
     assert row["clip_probability"] == pytest.approx(0.6)  # the final epochs' 0.4 and 0.8

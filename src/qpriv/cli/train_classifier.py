@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import DEFAULT_LR, train_classifier
 from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
@@ -112,28 +113,30 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
         return 0
-    diag = result["final_diagnostics"]
-    print(f"{result['model']} on {result['task']['task']}: test accuracy "
-          f"{result['accuracy']:.4f} ({result['parameters']} trainable parameters, "
-          f"lr {result['request']['lr']:g})")
-    if result.get("diverged_epoch"):
-        print(f"  DIVERGED at epoch {result['diverged_epoch']} (training loss not finite); "
+    _print_result(ClassifierResult.from_json(result), tuning=tuning)
+    return 0
+
+
+def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:
+    """The accuracy, the privacy claim and the final gradient diagnostics."""
+    print(f"{result.model} on {result.task}: test accuracy {result.accuracy:.4f} "
+          f"({result.parameters} trainable parameters, lr {result.lr:g})")
+    if result.diverged_epoch:
+        print(f"  DIVERGED at epoch {result.diverged_epoch} (training loss not finite); "
               "training stopped there and the model predicts no class")
     if tuning:
         print(f"  lr tuning: {tuning['privacy']}")
-    print(f"  privacy: {result['privacy']}")
-    if isinstance(result.get("eps"), dict):
-        eps = result["eps"]
-        print(f"  eps {eps['value']:.4g} at delta {eps['delta']:g} ({eps['kind']}, "
-              f"accounting={eps['accounting']}, {eps['accountant']}); noise multiplier "
-              f"{result['noise_multiplier']['value']:.4g}")
+    print(f"  privacy: {result.privacy}")
+    if result.claim is not None:
+        print(f"  eps {result.claim.label()}, {result.claim.details.get('accountant')}; "
+              f"noise multiplier {result.noise_multiplier:.4g}")
+    diag = result.final_diagnostics
     for key in ("clip_probability", "alignment", "clipping_bias_norm", "mean_example_norm",
                 "max_example_norm"):
         if key in diag:
             value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
             print(f"  {key.replace('_', ' ')}: {value}")
-    if "diagnostics_scope" in result:
-        print(f"  diagnostics: {result['diagnostics_scope']}")
-    for note in result.get("privacy_notes", []):
+    if result.diagnostics_scope:
+        print(f"  diagnostics: {result.diagnostics_scope}")
+    for note in result.privacy_notes:
         print(f"  note: {note}")
-    return 0

@@ -97,6 +97,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION, synthetic_recipe_digest
+from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
@@ -295,30 +296,30 @@ def _add(row: dict, name: str, values: Iterable[Any]) -> None:
     row[name], row[f"{name}_std"] = mean_std(values)
 
 
-def _privacy_columns(result: dict) -> dict:
+def _privacy_columns(result: ClassifierResult) -> dict:
     """The run's privacy as labelled flat columns (a private run's accountant and kind)."""
-    eps = result.get("eps")
-    if not eps:
-        return {"privacy": result.get("privacy")}
-    return {"eps_kind": eps["kind"], "eps_accounting": eps["accounting"],
-            "delta": eps["delta"], "noise_multiplier": result["noise_multiplier"]["value"]}
+    if result.claim is None:
+        return {"privacy": result.privacy}
+    return {"eps_kind": result.claim.kind, "eps_accounting": result.claim.accounting,
+            "delta": result.claim.delta, "noise_multiplier": result.noise_multiplier}
 
 
 def final_rows(grouped: dict[tuple, list[dict]], *, keys: Sequence[str],
                metrics: Sequence[str]) -> list[dict]:
     """One row per group: its keys, the seed count and the final-epoch metrics over seeds."""
     rows = []
-    for group, results in grouped.items():
+    for group, stored in grouped.items():
+        results = [ClassifierResult.from_json(r) for r in stored]
         row: dict[str, Any] = dict(zip(keys, group, strict=True))
         row["seeds"] = len(results)
-        row["epochs"] = len(results[0]["history"])
-        row["lr"] = results[0]["request"]["lr"]
-        _add(row, "accuracy", (r["accuracy"] for r in results))
-        row["diverged_seeds"] = sum(r.get("diverged_epoch") is not None for r in results)
+        row["epochs"] = len(results[0].history)
+        row["lr"] = results[0].lr
+        _add(row, "accuracy", (r.accuracy for r in results))
+        row["diverged_seeds"] = sum(r.diverged_epoch is not None for r in results)
         for metric in metrics:
-            _add(row, metric, (r["final_diagnostics"].get(metric) for r in results))
-        if results[0].get("eps"):
-            _add(row, "eps_spent", (r["eps"]["value"] for r in results))
+            _add(row, metric, (r.final_diagnostics.get(metric) for r in results))
+        if results[0].claim is not None:
+            _add(row, "eps_spent", (r.claim.value for r in results))
         row.update(_privacy_columns(results[0]))
         rows.append(row)
     return rows
@@ -476,9 +477,10 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS)
                 for s in seeds_for(seeds, plan)]
         results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        first = ClassifierResult.from_json(results[0])
         fixed = {"variant": f"{VARIANT[(model, True)]} + noise", "model": model,
                  "clip": DEEP_CLIP, "batch": DEEP_BATCH, "eps": DEEP_EPS,
-                 "lr": results[0]["request"]["lr"], **_privacy_columns(results[0])}
+                 "lr": first.lr, **_privacy_columns(first)}
         rows += epoch_rows(results, fixed=fixed, metrics=MSE_METRICS)
     return rows
 
@@ -497,13 +499,13 @@ def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: b
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS,
                     task="digits", reference=True) for s in seeds_for(seeds, plan)]
         results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        first = ClassifierResult.from_json(results[0])
         fixed: dict[str, Any] = {"variant": model, "model": model, "clip": DEEP_CLIP,
-                                 "batch": DEEP_BATCH, "eps": DEEP_EPS,
-                                 "lr": results[0]["request"]["lr"],
-                                 "parameters": results[0]["parameters"]}
+                                 "batch": DEEP_BATCH, "eps": DEEP_EPS, "lr": first.lr,
+                                 "parameters": first.parameters}
         fixed["unclipped_accuracy"], fixed["unclipped_accuracy_std"] = mean_std(
             r["unclipped_reference"]["accuracy"] for r in results)
-        fixed.update(_privacy_columns(results[0]))
+        fixed.update(_privacy_columns(first))
         rows += epoch_rows(results, fixed=fixed,
                            metrics=("test_accuracy", "distance_from_unclipped_loss",
                                     "clip_probability", "alignment"))

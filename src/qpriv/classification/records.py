@@ -1,0 +1,71 @@
+"""A classifier run's result (what :func:`qpriv.classification.run.train_classifier` returns and
+writes as result.json), typed.
+
+The command line and the experiment grids of the private-training paper read a result through
+this view rather than by string keys. The JSON stays the stored form (``raw``).
+
+Example:
+
+>>> result = ClassifierResult.from_json({
+...     "model": "mlp", "task": {"task": "synthetic"}, "accuracy": 0.9, "parameters": 1380,
+...     "privacy": "none (clipping only: no noise, no privacy guarantee)", "eps": None,
+...     "request": {"lr": 0.01}, "history": [{"epoch": 1}]})
+>>> result.accuracy, result.claim is None, result.lr
+(0.9, True, 0.01)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from qpriv.errors import InvalidInputError
+from qpriv.privacy.claims import PrivacyClaim
+
+
+@dataclass(frozen=True)
+class ClassifierResult:
+    """What a classifier run gave. ``claim`` is DP-SGD's (eps, delta) on the trained weights at
+    the example unit (None for clipping-only and unclipped runs); ``final_diagnostics`` the
+    last epoch's gradient statistics."""
+
+    model: str
+    task: str
+    accuracy: float
+    parameters: int
+    privacy: str
+    lr: float
+    claim: PrivacyClaim | None = None
+    noise_multiplier: float | None = None
+    diverged_epoch: int | None = None
+    evaluated_on: str = "test"
+    seconds: float | None = None
+    final_diagnostics: Mapping[str, Any] = field(default_factory=dict)
+    diagnostics_scope: str | None = None
+    history: tuple[Mapping[str, Any], ...] = ()
+    privacy_notes: tuple[str, ...] = ()
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClassifierResult:
+        """Read a classifier result (its keys checked once, here)."""
+        try:
+            eps, sigma = data.get("eps"), data.get("noise_multiplier")
+            return cls(
+                model=str(data["model"]), task=str(data["task"]["task"]),
+                accuracy=float(data["accuracy"]), parameters=int(data["parameters"]),
+                privacy=str(data["privacy"]), lr=float(data["request"]["lr"]),
+                claim=PrivacyClaim.from_json(eps) if isinstance(eps, Mapping) else None,
+                noise_multiplier=(float(sigma["value"]) if isinstance(sigma, Mapping)
+                                  else None),
+                diverged_epoch=data.get("diverged_epoch"),
+                evaluated_on=str(data.get("evaluated_on", "test")),
+                seconds=data.get("seconds"),
+                final_diagnostics=dict(data.get("final_diagnostics") or {}),
+                diagnostics_scope=data.get("diagnostics_scope"),
+                history=tuple(data.get("history") or ()),
+                privacy_notes=tuple(data.get("privacy_notes") or ()), raw=dict(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"a classifier result lacks or garbles {exc}: not what "
+                                    "qpriv train-classifier writes") from exc

@@ -9,14 +9,16 @@ fitted in one z-score's units applies unchanged in another's.
 The kernel is ``K = P_pub + W^T M``:
 
 * ``P_pub`` (H x L) is the **public** forecast (:func:`public_forecaster`): a fixed function of
-  the look-back that reads no training data (the seasonal profile of the look-back, re-levelled
-  to its last period by default; chosen by validation MSE among the seasonal naive, the plain
-  profile and the re-levelled profile);
+  the look-back that reads no training data (by default 0.25 x the seasonal naive + 0.75 x the
+  7-day seasonal profile re-levelled to the last period's mean; chosen by validation MSE among
+  the seasonal naive, the plain profile, the re-levelled profile over 1-14 days and blends);
 * ``M = G C`` (d x L) is a data-independent feature map: C subtracts the look-back's mean
-  (per-window normalisation, so ``M 1 = 0``), G keeps the last ``recent`` values and the mean
-  of each hour of the period over the last ``profile_days`` periods;
-* W (d x H) is a ridge regression of the residual ``y - P_pub x`` on ``M x`` over all training
-  windows and channels, so the ridge shrinks the fit toward the public forecast.
+  (per-window normalisation, so ``M 1 = 0``), G takes the means of blocks of the latest values
+  (edges ``recent``, default 1, 3, 6, ..., 96 rows back) and, optionally, of each hour of the
+  period over the last ``profile_days`` periods;
+* W (d x k) is a ridge regression of the residual ``V^T (y - P_pub x)`` on ``M x`` over all
+  training windows and channels (V: k orthonormal block indicators of the horizon), so the
+  ridge shrinks the fit toward the public forecast; ``K = P_pub + V W^T M``.
 
 :func:`fit_dp_linear` releases W by sufficient-statistics perturbation
 (:mod:`qpriv.privacy.ssp`; Wang 2018, AdaSSP) at the window or the record unit, with the scaler

@@ -20,7 +20,11 @@ from qpriv.forecasting.linear import (
 )
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Kind, Unit
-from qpriv.privacy.ssp import record_sensitivities, window_sensitivities
+from qpriv.privacy.ssp import (
+    record_sensitivities,
+    record_sensitivities_projected,
+    window_sensitivities,
+)
 
 SPEC = LinearSpec(period=4, recent=(1, 2, 4, 8), public_days=2, output_blocks=2)
 L, H, R = 16, 4, 2.0
@@ -158,3 +162,35 @@ def test_bad_arguments_name_the_fix(synthetic):
         fit_dp_linear(synthetic, eps=1.0, unit="record", spec=SPEC, scaler="mine")
     with pytest.raises(InvalidInputError, match="seq_len"):
         linear_maps(LinearSpec(), seq_len=48, horizon=24)
+
+
+def projected_ratios(values: np.ndarray, t: int, new: float, c: float) -> tuple[float, float]:
+    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    window_map = np.hstack([m, np.zeros((m.shape[0], H))])
+    target_map = v.T @ np.hstack([-public, np.eye(H)])
+    d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=R,
+                                              feature_clip=c, target_clip=c)
+    other = values.copy()
+    other[t, 0] = new
+    kwargs = {"features": m, "public": public, "outputs": v, "clip": R, "feature_clip": c,
+              "target_clip": c}
+    a0, b0 = sufficient_statistics(values, **kwargs)
+    a1, b1 = sufficient_statistics(other, **kwargs)
+    return np.linalg.norm(a1 - a0) / d_a, np.linalg.norm(b1 - b0) / d_b
+
+
+def test_projected_record_sensitivity_bounds_the_forecasters_statistics():
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for _ in range(200):
+        c = float(rng.choice([0.3, 1.0, 3.0]))
+        if rng.random() < 0.5:
+            values, t = rng.choice([-R, R], size=(60, 1)), int(rng.integers(20, 40))
+            values[t, 0], new = -R, R
+        else:
+            values, t = rng.uniform(-R, R, size=(60, 1)), int(rng.integers(60))
+            new = rng.uniform(-R, R)
+        worst = max(worst, *projected_ratios(values, t, new, c))
+    assert worst <= 1.0 + 1e-9
+    assert worst >= 0.1
+    print("projected record: worst ratio found", worst)

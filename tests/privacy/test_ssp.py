@@ -16,6 +16,7 @@ from qpriv.privacy.ssp import (
     gaussian_epsilon_pld,
     psd_floor,
     record_sensitivities,
+    record_sensitivities_projected,
     ridge_solve,
     symmetric_gaussian,
     window_sensitivities,
@@ -70,6 +71,40 @@ def test_record_sensitivity_holds_for_random_neighbours():
         ratios = record_ratios(series, int(rng.integers(40)), rng.uniform(-R, R), m, q)
         worst = max(worst, *ratios)
     assert worst <= 1.0 + 1e-9
+
+
+def projected_stats(series, m, q, c_x, c_y):
+    windows = np.lib.stride_tricks.sliding_window_view(series, m.shape[1])
+    phi, y = windows @ m.T, windows @ q.T
+    phi *= np.minimum(1, c_x / np.maximum(np.linalg.norm(phi, axis=1, keepdims=True), 1e-300))
+    y *= np.minimum(1, c_y / np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-300))
+    return phi.T @ phi, phi.T @ y
+
+
+def test_projected_record_sensitivity_is_reached_and_never_exceeded():
+    m = np.zeros((1, N_IN + N_OUT))
+    m[0, :N_IN] = 1.0 / N_IN  # the input mean
+    q = np.zeros((1, N_IN + N_OUT))
+    q[0, N_IN:] = 1.0 / N_OUT  # the output mean
+    c_x = c_y = R
+    d_a, d_b = record_sensitivities_projected(m, q, bound=R, feature_clip=c_x, target_clip=c_y)
+    series = np.full(60, R)
+    series[30] = -R  # in all 15 windows; moved to +R: every row ends on its sphere
+    other = np.full(60, R)
+    (a0, b0), (a1, b1) = (projected_stats(x, m, q, c_x, c_y) for x in (series, other))
+    assert 0.9 <= np.linalg.norm(a1 - a0) / d_a <= 1.0 + 1e-9
+    assert 0.9 <= np.linalg.norm(b1 - b0) / d_b <= 1.0 + 1e-9
+    rng = np.random.default_rng(6)
+    m2, q2 = pooling_maps()
+    for _ in range(200):
+        c = float(rng.choice([0.5, 2.0, 5.0]))
+        bounds = record_sensitivities_projected(m2, q2, bound=R, feature_clip=c, target_clip=c)
+        series = rng.uniform(-R, R, 40)
+        other = series.copy()
+        other[int(rng.integers(40))] = rng.uniform(-R, R)
+        (a0, b0), (a1, b1) = (projected_stats(x, m2, q2, c, c) for x in (series, other))
+        assert np.linalg.norm(a1 - a0) <= bounds[0] * (1 + 1e-9)
+        assert np.linalg.norm(b1 - b0) <= bounds[1] * (1 + 1e-9)
 
 
 def test_window_sensitivity_is_reached_and_never_exceeded():

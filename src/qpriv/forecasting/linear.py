@@ -51,6 +51,7 @@ from qpriv.privacy.ssp import (
     perturb,
     psd_floor,
     record_sensitivities,
+    record_sensitivities_projected,
     ridge_solve,
     window_sensitivities,
 )
@@ -86,6 +87,8 @@ class LinearSpec:
             before those (an empty tuple: none).
         profile_days: periods averaged per hour in the profile features (0: none).
         profile_pool: hours of the period pooled into one profile feature (divides period).
+        centre: the features subtract the mean of the last ``centre`` look-back values (None:
+            of the whole look-back).
         output_blocks: the residual forecast is constant on this many equal blocks of the
             horizon (an orthonormal output basis V, H x k): fewer outputs, less noise.
         public: the public forecast: ``"naive"`` (repeat the last period), ``"profile"``
@@ -101,6 +104,7 @@ class LinearSpec:
     profile_days: int = 0
     profile_pool: int = 1
     output_blocks: int = 2
+    centre: int | None = None
     public: str = "profile-level"
     public_days: int = 7
     naive_weight: float = 0.25
@@ -123,6 +127,8 @@ class LinearSpec:
         if self.period % self.profile_pool:
             raise InvalidInputError(f"profile_pool = {self.profile_pool} must divide period = "
                                     f"{self.period}")
+        if self.centre is not None:
+            require_positive_int("centre", self.centre)
         if not self.recent and self.profile_days == 0:
             raise InvalidInputError("the feature map is empty: set recent or profile_days > 0")
 
@@ -131,7 +137,7 @@ DEFAULT_SPEC = LinearSpec()
 
 
 def _check_lengths(spec: LinearSpec, seq_len: int, horizon: int) -> None:
-    need = max(spec.recent[-1] if spec.recent else 0,
+    need = max(spec.recent[-1] if spec.recent else 0, spec.centre or 0,
                spec.period * max(spec.profile_days, spec.public_days))
     if seq_len < need:
         raise InvalidInputError(
@@ -193,7 +199,10 @@ def linear_maps(spec: LinearSpec, *, seq_len: int,
         blocks.append(hours.reshape(period // spec.profile_pool, spec.profile_pool,
                                     seq_len).mean(axis=1))
     pooled = np.vstack(blocks)
-    centring = np.eye(seq_len) - np.full((seq_len, seq_len), 1.0 / seq_len)
+    centre = spec.centre or seq_len
+    weights = np.zeros(seq_len)
+    weights[seq_len - centre:] = 1.0 / centre
+    centring = np.eye(seq_len) - np.outer(np.ones(seq_len), weights)
     return pooled @ centring, public, output_basis(horizon, spec.output_blocks)
 
 
@@ -376,8 +385,9 @@ def fit_ridge(data: ForecastData, *, ridge: float = 10.0,
 
 #: Defaults chosen on ETTh1's validation split (H = 24, 3 noise seeds) over feature bases,
 #: output blocks, ridge scales 2-50 and row clips 2-4; the test split was not used.
-DEFAULTS: dict[str, dict[str, float]] = {
-    "record": {"clip": 3.0, "share_a": 0.5, "ridge_scale": 10.0, "scaler_share": 0.1},
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "record": {"clip": 2.0, "feature_clip": 1.0, "target_clip": 1.0, "share_a": 0.5,
+               "ridge_scale": 10.0, "scaler_share": 0.1},
     "window": {"feature_clip": 2.0, "target_clip": 2.0, "share_a": 0.5,
                "ridge_scale": 10.0},
 }
@@ -405,13 +415,15 @@ def fit_dp_linear(
     location and scale by private quantiles at ``scaler_share * eps`` (pure DP); or declared
     public: ``"data"`` takes the loader's scaler (fitted on the training split in the clear; the
     claim then does not cover it) and a :class:`ZScoreScaler` gives the statistics in the file's
-    units. (2) The training series in that scaler's units, values clipped to [-R, R]
-    (``clip``); at the window unit each row's features and residual targets are also projected
-    onto balls of radius ``feature_clip`` and ``target_clip``. (3) A and B over all training
-    windows and channels, Gaussian noise calibrated by the analytic Gaussian mechanism to the
-    rest of the budget with the sensitivities of :func:`qpriv.privacy.ssp.window_sensitivities`
-    (C rows per window) or :func:`qpriv.privacy.ssp.record_sensitivities` (the linear maps of
-    the window), ``share_a`` of it on A. (4) PSD repair, and the ridge
+    units (record unit only: the window unit divides each row by its own look-back's std and
+    needs no scaler). (2) Record unit: the series in that scaler's units, values clipped to
+    [-R, R] (``clip``). Both units: each row's features and residual targets projected onto
+    balls of radius ``feature_clip`` and ``target_clip`` (record unit: None for both uses the
+    box bound on unprojected rows instead). (3) A and B over all training windows and channels,
+    Gaussian noise calibrated by the analytic Gaussian mechanism to the rest of the budget with
+    the sensitivities of :func:`qpriv.privacy.ssp.window_sensitivities` (C rows per window) or
+    :func:`qpriv.privacy.ssp.record_sensitivities_projected` (from the column norms of the
+    window's linear maps), ``share_a`` of it on A. (4) PSD repair, and the ridge
     ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
     The scaler and the Gaussian release compose by basic composition to (eps, delta).
 
@@ -465,10 +477,21 @@ def fit_dp_linear(
             share=defaults["scaler_share"] if scaler_share is None else scaler_share)
         window_map = np.hstack([features, np.zeros((features.shape[0], data.horizon))])
         target_map = outputs.T @ np.hstack([-public, np.eye(data.horizon)])
-        d_a, d_b = record_sensitivities(window_map, target_map, bound=r)
+        c_x = defaults["feature_clip"] if feature_clip is None else feature_clip
+        c_y = defaults["target_clip"] if target_clip is None else target_clip
+        if c_x is None or c_y is None:  # box bound on the unprojected rows
+            d_a, d_b = record_sensitivities(window_map, target_map, bound=r)
+            clipping = {"clip": r, "bound": "box (Gram spread)"}
+        else:
+            c_x = require_in_range("feature_clip", c_x, low=0.0)
+            c_y = require_in_range("target_clip", c_y, low=0.0)
+            d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=r,
+                                                      feature_clip=c_x, target_clip=c_y)
+            clipping = {"clip": r, "feature_clip": c_x, "target_clip": c_y,
+                        "bound": "projected rows (column norms)"}
         a, b = sufficient_statistics(used.transform(raw), features=features, public=public,
-                                     outputs=outputs, clip=r)
-        clipping = {"clip": r}
+                                     outputs=outputs, clip=r, feature_clip=c_x,
+                                     target_clip=c_y)
     eps_gauss = eps - eps_scaler
     noise = calibrate_ssp(sensitivity_a=d_a, sensitivity_b=d_b, eps=eps_gauss, delta=delta,
                           share_a=share_a)

@@ -31,8 +31,11 @@ Sensitivities (derived in :func:`window_sensitivities` and :func:`record_sensiti
 * window unit (one training window, i.e. ``rows_per_unit`` rows, added or removed), with each
   row projected onto balls ``||phi|| <= c_x``, ``||y|| <= c_y``;
 * record unit (one value of the underlying series replaced within [-R, R]) for features and
-  targets that are fixed linear maps M, Q of the clipped window: a record lies in many rows, and
-  the bound comes from the statistics themselves (not from group privacy).
+  targets that are fixed linear maps M, Q of the clipped window, either as they are
+  (:func:`record_sensitivities`, from the Gram spread of M and Q) or projected onto balls
+  (:func:`record_sensitivities_projected`, from the column norms): a record lies in many rows,
+  and the bound comes from how much each of its positions moves each row, not from group
+  privacy over the L + H windows.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ __all__ = [
     "perturb",
     "psd_floor",
     "record_sensitivities",
+    "record_sensitivities_projected",
     "ridge_solve",
     "symmetric_gaussian",
     "window_sensitivities",
@@ -150,6 +154,45 @@ def record_sensitivities(feature_map: np.ndarray, target_map: np.ndarray, *,
     r = _positive("bound", bound, hint="the value clipping range R must be > 0")
     s_m, s_q = gram_spread(m), gram_spread(q)
     return 4 * r * r * s_m, 4 * r * r * math.sqrt(s_m * s_q)
+
+
+def record_sensitivities_projected(feature_map: np.ndarray, target_map: np.ndarray, *,
+                                   bound: float, feature_clip: float,
+                                   target_clip: float) -> tuple[float, float]:
+    """Frobenius sensitivities (Delta_A, Delta_B) at the record unit, for linear rows that are
+    then projected onto balls: ``phi_k = proj_{c_x}(M z_k)``, ``y_k = proj_{c_y}(Q z_k)``.
+
+    Setting as in :func:`record_sensitivities` (values clipped to [-R, R], one value changed by
+    delta, |delta| <= 2R, at position p_k of each window k that holds it; the positions are
+    distinct). The projection is 1-Lipschitz, so ``||phi_k' - phi_k|| <= |delta| ||m_{p_k}||``
+    and ``||y_k' - y_k|| <= |delta| ||q_{p_k}||``, and every row lies in its ball. Per window,
+
+        ||phi' phi'^T - phi phi^T||_F = ||(phi' - phi) phi'^T + phi (phi' - phi)^T||_F
+                                     <= 2 c_x ||phi' - phi||,
+        ||phi' y'^T - phi y^T||_F     <= c_y ||phi' - phi|| + c_x ||y' - y||,
+
+    and summing over the windows that hold the record (the triangle inequality over the
+    statistic's terms, each weighted by how much that position moves the row):
+
+        Delta_A <= 2 c_x (2R) T(M),     Delta_B <= 2R (c_y T(M) + c_x T(Q)),
+
+    with ``T(M) = sum_p ||m_p||`` the sum of the column norms. Pooled features have small
+    columns far back in the look-back, so T(M) stays near the number of pooled blocks however
+    many windows hold a record; and the row clips c_x, c_y can sit near the rows' typical norms
+    instead of the box's worst case R sqrt(S(M)) of :func:`record_sensitivities`.
+    """
+    m = np.asarray(feature_map, dtype=np.float64)
+    q = np.asarray(target_map, dtype=np.float64)
+    if m.ndim != 2 or q.ndim != 2 or m.shape[1] != q.shape[1]:
+        raise InvalidInputError(
+            f"feature_map (d, n) and target_map (k, n) must act on the same window length n; "
+            f"got shapes {m.shape} and {q.shape}")
+    r = _positive("bound", bound, hint="the value clipping range R must be > 0")
+    c_x = _positive("feature_clip", feature_clip)
+    c_y = _positive("target_clip", target_clip)
+    t_m = float(np.linalg.norm(m, axis=0).sum())
+    t_q = float(np.linalg.norm(q, axis=0).sum())
+    return 4 * r * c_x * t_m, 2 * r * (c_y * t_m + c_x * t_q)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import METHODS, setup_method
+from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
@@ -23,6 +23,9 @@ from qpriv.training.dpsgd import (
     per_sample_gradients_loop,
     window_mse,
 )
+
+BACKBONE_METHODS = [name for name, entry in METHODS.items() if entry.family == BACKBONE]
+"""The methods built on the LDPT backbone (the linear family has its own tests)."""
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -112,7 +115,7 @@ def test_dpsgd_strategy_steps_with_poisson_batches_and_reports_its_spend():
 def test_every_method_names_its_privacy_and_noise():
     kinds = {"none", "local eps-QDP per pass", "local (eps, delta)-DP per pass",
              "global (eps, delta)-DP"}
-    for name in METHODS:
+    for name in BACKBONE_METHODS:
         setup = setup_method(name, base=TINY, eps=0.5)
         assert setup.privacy in kinds, name
         LDPTForecaster(setup.config)(torch.randn(2, 32, 3))  # every config builds and runs
@@ -139,7 +142,7 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
                                covers=COVERS_WEIGHTS)
     strategy = {"eps": dpsgd_claim.to_json(), "noise_multiplier": {"value": 3.0}}
     claimed = []
-    for name in METHODS:
+    for name in BACKBONE_METHODS:
         setup = setup_method(name, base=TINY, eps=0.5)
         if setup.privacy == "none":
             continue
@@ -257,3 +260,11 @@ def test_dpsgd_strategy_step_is_the_hand_computation():
     assert float(moved.std()) == pytest.approx(3**0.5 * 0.1 * 2.0 * 1e-6 / 10, rel=0.05)
     assert noisy.report()["eps"]["value"] == pytest.approx(dpsgd_epsilon(
         noise_multiplier=2.0, sample_rate=0.25, steps=3, delta=1e-5))
+
+
+def test_a_linear_method_is_not_set_up_on_the_backbone():
+    from qpriv.errors import InvalidInputError
+
+    assert {"public", "ridge", "dp-linear"} <= set(METHODS) - set(BACKBONE_METHODS)
+    with pytest.raises(InvalidInputError, match="linear forecaster, not built on the backbone"):
+        setup_method("dp-linear", base=TINY, eps=0.5)

@@ -31,11 +31,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
     tr.add_argument("--method", default="ldpt",
                     help="classical, ldpt, ldpt-clean, dpsgd, dpsgd-tuned, dp-input, bottleneck, "
-                         "bottleneck-dp, ldpt-<ablation>; 'qpriv methods' lists them")
+                         "bottleneck-dp, ldpt-<ablation>, public, ridge, dp-linear; 'qpriv "
+                         "methods' lists them")
     tr.add_argument("--eps", type=float,
                     help="the method's budget: eps_s per pass (ldpt, dp-input, bottleneck*) or "
-                         f"the run's global eps (dpsgd*) (default: {DEFAULT_EPS:g}); methods "
-                         "without noise take none")
+                         "the run's global eps at --unit (dpsgd*, dp-linear) (default: "
+                         f"{DEFAULT_EPS:g}); methods without noise take none")
+    tr.add_argument("--unit", help="privacy unit of the guarantee: record (one value of one "
+                                   "channel at one time step) or window (dp-linear; default "
+                                   "record), window (dpsgd*)")
+    tr.add_argument("--clip-range", type=float,
+                    help="dp-linear at the record unit: values clipped to [-R, R] in z-scored "
+                         "units (default 2)")
+    tr.add_argument("--scaler", help="dp-linear at the record unit: 'private' (estimated "
+                                     "under the guarantee, default) or 'public' (the training "
+                                     "split's scaler declared public, released in the clear)")
     tr.add_argument("--seq-len", type=positive_int, default=336,
                     help="look-back L (the paper's)")
     tr.add_argument("--batch", type=positive_int,
@@ -84,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
+        unit=args.unit, clip_range=args.clip_range, scaler=args.scaler,
     )
     if args.json:
         emit_json(result)
@@ -98,11 +109,15 @@ def _print_result(result: ForecastResult) -> None:
     """The run's scores, its privacy claims and the notes on what they leave out."""
     if result.mse is None:
         scores = "no test MSE (no epoch had a finite validation loss)"
+    elif result.epochs is None:  # fitted in closed form
+        scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), val MSE "
+                  f"{result.val_loss:.4f}, fitted in {result.raw.get('seconds', 0.0):.2f} s")
     else:
         scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), best val loss "
-                  f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}")
+                  f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}, "
+                  f"{result.seconds_per_epoch:.1f} s/epoch")
     print(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
-          f"{result.seconds_per_epoch:.1f} s/epoch, {result.params_total:,} parameters")
+          f"{result.params_total:,} parameters")
     if result.diverged_epoch:
         print(f"  DIVERGED at epoch {result.diverged_epoch} (loss not finite); training "
               "stopped there")

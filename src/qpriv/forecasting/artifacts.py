@@ -24,14 +24,14 @@ from typing import Any
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
-from qpriv.forecasting.methods import replace_config
+from qpriv.forecasting.methods import LINEAR, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
-from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, RESULT_FILE
+from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE
 
 RERUN = "re-run the training into a fresh directory"
 
@@ -144,6 +144,10 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
             f"{request['method']} ... --out {path} --resume` (the same settings as before), "
             "then attack or audit it"
         )
+    if isinstance(request.get("model"), dict) and request["model"].get("family") == LINEAR:
+        raise InvalidInputError(
+            f"{path} is a run of the linear forecaster {request['method']!r}, fitted in closed "
+            f"form ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
     config = _model_config(request["model"], where=path / CONFIG_FILE)
     if isinstance(result.get("model"), dict) and result["model"] != request["model"]:

@@ -78,7 +78,7 @@ Scaler = Literal["private", "data"] | ZScoreScaler
 @dataclass(frozen=True)
 class LinearSpec:
     """The data-independent parts of the linear forecaster (chosen on ETTh1's validation
-    split at H = 24, L = 336; see ``scripts/tune_dp_linear.py``).
+    split at H = 24, L = 336; see ``scripts/measure_dp_linear.py``).
 
     Attributes:
         period: the seasonal period in rows (24 for hourly data).

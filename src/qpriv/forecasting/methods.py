@@ -24,7 +24,7 @@ from typing import Any
 from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
-from qpriv.privacy.claims import Kind
+from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
 
 NO_PRIVACY = "none"
@@ -60,15 +60,50 @@ class MethodSetup:
     rigorous: Mapping[str, Any] | None = None
 
 
+BACKBONE = "backbone"
+"""The family of the methods built on the one LDPT backbone and trained by the one trainer."""
+LINEAR = "linear"
+"""The family of the channel-independent linear forecasters fitted in closed form
+(:mod:`qpriv.forecasting.linear`): the public floor, the ridge and dp-linear."""
+READS_NO_DATA = "none needed: reads no training data"
+"""The privacy of a forecast that reads no training data (the public floor)."""
+
+
 @dataclass(frozen=True)
 class Method:
-    """A registry entry: name, claimed privacy notion, whether it needs eps, and its builder."""
+    """A registry entry: name, claimed privacy notion, whether it needs eps, its family, the
+    privacy units its guarantee can be stated at (``units[0]`` the default; empty: it states
+    none at a unit a user may choose) and, for the backbone family, its builder."""
 
     name: str
     privacy: str
     needs_eps: bool
     summary: str
-    build: Callable[[ModelConfig, float | None], MethodSetup]
+    build: Callable[[ModelConfig, float | None], MethodSetup] | None
+    family: str = BACKBONE
+    units: tuple[str, ...] = ()
+
+    def check_unit(self, unit: str | None) -> str | None:
+        """The unit a run of this method states its guarantee at: ``unit`` if the method
+        offers it, its default (None: no unit to choose) when ``unit`` is None.
+
+        Raises:
+            ArgumentError: a unit the method does not offer, or any unit for a method that
+                states no guarantee at a chosen unit.
+        """
+        if unit is None:
+            return self.units[0] if self.units else None
+        if unit not in [u.value for u in Unit]:
+            raise ArgumentError(f"{{unit}} = {unit!r} is not a privacy unit; use one of "
+                                f"{', '.join(u.value for u in Unit)}")
+        if not self.units:
+            raise ArgumentError(f"method {self.name!r} states no guarantee at a unit you can "
+                                "choose; leave {unit} out")
+        if unit not in self.units:
+            raise ArgumentError(f"method {self.name!r} states its guarantee at the "
+                                f"{' or '.join(self.units)} unit, not {unit!r}; use "
+                                f"{{unit}} {self.units[0]}")
+        return unit
 
 
 METHODS: dict[str, Method] = {}
@@ -76,18 +111,22 @@ METHODS: dict[str, Method] = {}
 
 
 def register(
-    name: str, *, privacy: str, needs_eps: bool, summary: str
+    name: str, *, privacy: str, needs_eps: bool, summary: str, units: tuple[str, ...] = ()
 ) -> Callable[[Callable], Callable]:
     """Decorator: register ``build(base, eps) -> MethodSetup | ModelConfig`` under ``name``."""
 
     def decorate(build: Callable) -> Callable:
-        if name in METHODS:
-            raise ValueError(f"method {name!r} is registered twice")
-        METHODS[name] = Method(name=name, privacy=privacy, needs_eps=needs_eps,
-                               summary=summary, build=build)
+        _add(Method(name=name, privacy=privacy, needs_eps=needs_eps, summary=summary,
+                    build=build, units=units))
         return build
 
     return decorate
+
+
+def _add(entry: Method) -> None:
+    if entry.name in METHODS:
+        raise ValueError(f"method {entry.name!r} is registered twice")
+    METHODS[entry.name] = entry
 
 
 def method(name: str) -> Method:
@@ -182,6 +221,9 @@ def setup_method(
     method's config (so that they win over the method's own choices, e.g. ``inject=False``).
     """
     entry = method(name)
+    if entry.build is None:
+        raise InvalidInputError(f"method {name!r} is a {entry.family} forecaster, not built on "
+                                "the backbone; run it with run_forecast(method=...)")
     eps = check_method_eps(name, eps)
     changes = dict(overrides or {})
     built = entry.build(replace_config(base, **changes), eps)
@@ -221,7 +263,7 @@ def _ldpt_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
 # -- baselines (the LDPT paper, section 7.2) -------------------------------------------------
 
 
-@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True,
+@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
           summary="classical + DP-SGD: per-window clipping C = 1, Poisson batches of 64, "
                   "Gaussian noise from Opacus's accountant for (eps, delta = 1e-6)")
 def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -229,7 +271,7 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
                    dpsgd={"eps": eps, "delta": DELTA, "clip": 1.0})
 
 
-@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True,
+@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
           summary="DP-SGD with batch 512, 50 epochs and a 5-epoch learning-rate warm-up "
                   "(paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -309,3 +351,18 @@ _ablation("shots4096", "ldpt with N_s = 4096 shots", n_shots=4096)
 _ablation("k1", "ldpt with noise #3 factor k = 1", k=1.0)
 _ablation("k3", "ldpt with noise #3 factor k = 3", k=3.0)
 _ablation("layernorm", "ldpt with LayerNorm instead of QC-AdaLN", norm="layernorm")
+
+
+# -- the linear family (qpriv.forecasting.linear): fitted in closed form, no backbone ---------
+
+_add(Method(name="public", privacy=READS_NO_DATA, needs_eps=False, build=None, family=LINEAR,
+            summary="the public floor: a seasonal forecast of the look-back that reads no "
+                    "training data (every private method must beat it)"))
+_add(Method(name="ridge", privacy=NO_PRIVACY, needs_eps=False, build=None, family=LINEAR,
+            summary="channel-independent ridge on the dp-linear features, fitted in the clear "
+                    "(the non-private reference of dp-linear)"))
+_add(Method(name="dp-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None,
+            family=LINEAR, units=("record", "window"),
+            summary="channel-independent linear forecaster by sufficient-statistics "
+                    "perturbation (AdaSSP); (eps, delta)-DP at the record or window unit, "
+                    "scaler inside the guarantee"))

@@ -27,13 +27,17 @@ import torch
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
+    LINEAR,
     MethodSetup,
     run_budget,
     setup_method,
 )
+from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
+from qpriv.forecasting.records import CLAIM_KEYS
 from qpriv.forecasting.rigorous import (
     RIGOROUS_PRIVACY,
     TARGETS_NOTE,
@@ -103,6 +107,9 @@ def run_forecast(
     accounting: str = "paper",
     delta: float | None = None,
     rigorous: bool = True,
+    unit: str | None = None,
+    clip_range: float | None = None,
+    scaler: str | None = None,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
@@ -167,10 +174,30 @@ def run_forecast(
             an ``out_dir`` that already holds a run without ``resume``, or a ``resume`` whose
             settings differ from the checkpointed run.
     """
+    entry = method_entry(method)
     eps = run_budget(method, eps=eps, eps_total=eps_total, accounting=accounting)
     if csv is not None and data_dir is not None:
         raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
                             "file itself: leave {data_dir} out")
+    unit = entry.check_unit(unit)
+    if entry.family == LINEAR:
+        ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
+                   "eval_passes": None if eval_passes == 1 else eval_passes}
+        given = [name for name, value in ignored.items() if value is not None]
+        if given:
+            raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
+                                + ", ".join(f"{{{name}}}" for name in given) + "; leave "
+                                + ("it" if len(given) == 1 else "them") + " out")
+        return run_linear(
+            method=method, dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
+            horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,
+            clip_range=clip_range, scaler=scaler, seed=seed,
+            max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,
+            out_dir=out_dir, resume=resume, threads=threads)
+    for name, value in (("clip_range", clip_range), ("scaler", scaler)):
+        if value is not None:
+            raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
+                                f"none: leave {{{name}}} out")
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
     method_eps = eps
     if accounting == "rigorous" and eps is not None:
@@ -288,6 +315,7 @@ def run_forecast(
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trainer.device), "threads": threads or saved_threads},
     }
+    result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
     return result

@@ -1,0 +1,144 @@
+"""The run of a linear forecaster: data -> closed-form fit -> metrics and claims -> JSON.
+
+:func:`qpriv.forecasting.run.run_forecast` hands the linear family of the method registry
+(``public``, ``ridge``, ``dp-linear``; :mod:`qpriv.forecasting.linear`) to :func:`run_linear`.
+The run writes the same files as a backbone run where they apply (``config.json`` first, then
+the kernel and ``result.json``, atomically), and its result has the same top-level fields
+(``mse``, ``mae`` on the z-scored test split, ``val_loss``, ``windows``, ``privacy``), with
+every privacy claim in ``claims`` and DP's headline claim as ``eps``.
+"""
+
+from __future__ import annotations
+
+import io
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from qpriv.errors import ArgumentError, require_in_range
+from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.linear import (
+    DEFAULT_SPEC,
+    evaluate,
+    fit_dp_linear,
+    fit_ridge,
+    public_forecaster,
+)
+from qpriv.forecasting.methods import LINEAR
+from qpriv.forecasting.methods import method as method_entry
+from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.runs.directory import check_out_dir, open_run
+from qpriv.runs.files import atomic_write_bytes, atomic_write_json
+from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
+
+DEFAULT_DELTA = 1e-6
+"""dp-linear's delta when none is given."""
+SCALERS = ("private", "public")
+"""How dp-linear treats the z-score scaler at the record unit: estimated under the guarantee
+(``private``, the default) or declared public by the user (``public``: the loader's scaler,
+fitted on the training split, released in the clear and named in the claim)."""
+
+
+def run_linear(
+    *, method: str, dataset: str, csv: str | Path | None, columns: Sequence[str] | None,
+    data_dir: str | Path | None, horizon: int, seq_len: int, eps: float | None,
+    delta: float | None, unit: str | None, clip_range: float | None, scaler: str | None,
+    seed: int, max_train_windows: int | None, max_eval_windows: int | None,
+    out_dir: str | Path | None, resume: bool, threads: int | None,
+) -> dict:
+    """Fit and test one linear forecaster (see :func:`qpriv.forecasting.run.run_forecast`,
+    whose checks have run: ``eps`` is the method's budget and ``unit`` one it offers).
+
+    Raises:
+        InvalidInputError: a setting the method does not take (``delta``, ``clip_range`` or
+            ``scaler`` for a method without a guarantee, ``scaler`` at the window unit), bad
+            values (checked by :func:`qpriv.forecasting.linear.fit_dp_linear`), or a used
+            ``out_dir``.
+    """
+    entry = method_entry(method)
+    private = entry.needs_eps
+    if not private:
+        for name, value in (("delta", delta), ("clip_range", clip_range), ("scaler", scaler)):
+            if value is not None:
+                raise ArgumentError(f"method {method!r} states no privacy guarantee, so it "
+                                    f"takes no {{{name}}}; leave it out")
+    if scaler is not None and scaler not in SCALERS:
+        raise ArgumentError(f"{{scaler}} = {scaler!r} is not one of {', '.join(SCALERS)}")
+    if scaler is not None and unit == "window":
+        raise ArgumentError("the window unit normalises each window by its own statistics and "
+                            "uses no scaler; leave {scaler} out")
+    if private:  # checked before anything is written
+        eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
+        delta = require_in_range("delta", DEFAULT_DELTA if delta is None else delta, low=0.0,
+                                 high=1.0, high_inclusive=False,
+                                 hint="delta is a probability in (0, 1), typically 1e-6")
+    if clip_range is not None and not clip_range > 0:
+        raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not > 0; give the value range "
+                            "R in z-scored units, e.g. 2")
+    if clip_range is not None and unit == "window":
+        raise ArgumentError("the window unit clips each window's features, not its values; "
+                            "leave {clip_range} out")
+    out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,), command="train")
+    saved_threads = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    try:
+        data = load_forecasting_data(
+            dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
+            data_dir=data_dir, max_train_windows=max_train_windows,
+            max_eval_windows=max_eval_windows)
+        request = {
+            "dataset": data.dataset, "source": str(data.source),
+            "source_sha256": None if csv is None else file_sha256(data.source),
+            "channels": list(data.channels), "seq_len": seq_len, "horizon": horizon,
+            "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,
+            "clip_range": clip_range, "scaler": scaler, "seed": seed,
+            "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
+            "model": {"family": LINEAR, "spec": asdict(DEFAULT_SPEC)},
+        }
+        finished = open_run(out, request, resume=resume,
+                            ignore={"source"} if data.dataset in DATASETS else ())
+        if finished is not None:
+            return finished
+        tic = time.perf_counter()
+        claims = ()
+        if method == "public":
+            model = public_forecaster(seq_len=seq_len, horizon=horizon)
+        elif method == "ridge":
+            model = fit_ridge(data)
+        else:
+            model, claims = fit_dp_linear(
+                data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
+                scaler="data" if scaler == "public" else "private")
+        seconds = time.perf_counter() - tic
+        test, val = evaluate(model, data.test), evaluate(model, data.val)
+    finally:
+        torch.set_num_threads(saved_threads)
+    claim_entries = [claim.to_json() for claim in claims]
+    result = {
+        "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
+        "seed": seed, **test, "val_loss": val["mse"], "best_epoch": None, "epochs": None,
+        "diverged_epoch": None, "seconds": seconds,
+        "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
+                    "channels": data.n_channels},
+        "params": {"total": int(model.kernel.size)},
+        "privacy": entry.privacy, "eps_per_pass": None,
+        **({"eps": claim_entries[0]} if claim_entries else {}),
+        "claims": claim_entries, "unit": unit,
+        "model": {"family": LINEAR, "name": model.name, "spec": asdict(DEFAULT_SPEC)},
+        "fit": model.details,
+        "privacy_notes": [note for claim in claims for note in claim.notes],
+        "environment": {"python": platform.python_version(), "numpy": np.__version__,
+                        "threads": threads or saved_threads},
+    }
+    if out is not None:
+        buffer = io.BytesIO()
+        np.savez(buffer, kernel=model.kernel)
+        atomic_write_bytes(out / LINEAR_MODEL_FILE, buffer.getvalue())
+        atomic_write_json(out / RESULT_FILE, result)
+    return result

@@ -1,0 +1,105 @@
+"""The linear family through the front door: `qpriv train --method public | ridge | dp-linear`,
+their claims in the JSON, bad input refused before anything is written, and the utility
+targets on ETTh1 (test split, H = 24, z-scored MSE over the 7 channels, mean of 5 noise seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+import pytest
+
+from qpriv.cli import main
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.claims import PrivacyClaim
+
+needs_ett = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                               reason="QPRIV_DATA_DIR (the ETT csv files) not set")
+SMALL = {"max_train_windows": 512, "max_eval_windows": 256, "threads": 1}
+
+
+def _last_json(capsys) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@needs_ett
+def test_dp_linear_json_states_each_claim_with_its_unit(capsys):
+    assert main(["train", "--method", "dp-linear", "--unit", "record", "--eps", "1",
+                 "--delta", "1e-6", "--max-train-windows", "512", "--json"]) == 0
+    result = _last_json(capsys)
+    assert {"mse", "mae", "claims"} <= set(result)
+    (entry,) = result["claims"]
+    claim = PrivacyClaim.from_json(entry)
+    assert (claim.value, claim.delta, claim.kind, claim.accounting, claim.unit) == (
+        1.0, 1e-6, "global (eps, delta)-DP", "rigorous", "record")
+    assert "weights" in claim.covers
+    assert any("scaler" in note and "private" in note for note in claim.notes)
+    assert result["eps"] == entry
+
+
+@needs_ett
+def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
+    assert main(["train", "--method", "public", "--max-train-windows", "64", "--json"]) == 0
+    few = _last_json(capsys)
+    assert main(["train", "--method", "public", "--json"]) == 0
+    every = _last_json(capsys)
+    assert few["claims"] == [] and few["privacy"].startswith("none needed")
+    assert few["mse"] == every["mse"]  # it read none of the training windows it was given
+
+
+@needs_ett
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--eps", "0"], "eps = 0 is outside the valid range"),
+    (["--delta", "1"], "delta = 1 is outside the valid range (0, 1)"),
+    (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
+    (["--clip-range", "0"], "--clip-range = 0 is not > 0"),
+    (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", "--method", "dp-linear", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and needle in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("method", "argv", "needle"), [
+    ("public", ["--unit", "record"], "states no guarantee at a unit you can choose"),
+    ("ldpt", ["--unit", "window"], "states no guarantee at a unit you can choose"),
+    ("dpsgd", ["--unit", "record"], "at the window unit, not 'record'"),
+    ("ridge", ["--delta", "1e-6"], "states no privacy guarantee, so it takes no --delta"),
+    ("classical", ["--clip-range", "2"], "--clip-range sets the dp-linear fit"),
+])
+def test_a_unit_or_setting_a_method_does_not_take_is_refused(method, argv, needle, capsys):
+    assert main(["train", "--method", method, *argv]) == 2
+    assert needle in capsys.readouterr().err
+
+
+@needs_ett
+def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tmp_path):
+    out = tmp_path / "run"
+    first = run_forecast(method="dp-linear", eps=1.0, unit="window", out_dir=out, **SMALL)
+    again = run_forecast(method="dp-linear", eps=1.0, unit="window", out_dir=out, resume=True,
+                         **SMALL)
+    assert again == json.loads(json.dumps(first))
+    assert sorted(p.name for p in out.iterdir()) == ["config.json", "linear.npz", "result.json"]
+    with pytest.raises(InvalidInputError, match="linear forecaster"):
+        load_run(out)
+
+
+@needs_ett
+@pytest.mark.slow
+@pytest.mark.parametrize(("unit", "eps", "target"), [
+    ("record", 1.0, 0.34), ("record", 0.1, 0.36), ("window", 1.0, 0.335)])
+def test_dp_linear_beats_the_public_floor_at_its_targets(unit, eps, target):
+    """The measured targets (mean of 5 noise seeds, the full training split); every
+    hyper-parameter was fixed on the validation split."""
+    public = run_forecast(method="public", threads=1)["mse"]
+    mse = statistics.fmean(
+        run_forecast(method="dp-linear", unit=unit, eps=eps, seed=seed, threads=1)["mse"]
+        for seed in range(5))
+    assert mse <= target and mse < public

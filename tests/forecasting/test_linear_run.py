@@ -73,6 +73,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, t
     ("dpsgd", ["--unit", "record"], "at the window unit, not 'record'"),
     ("ridge", ["--delta", "1e-6"], "states no privacy guarantee, so it takes no --delta"),
     ("classical", ["--clip-range", "2"], "--clip-range sets the dp-linear fit"),
+    ("dpsgd-linear", ["--unit", "record"], "at the window unit, not 'record'"),
 ])
 def test_a_unit_or_setting_a_method_does_not_take_is_refused(method, argv, needle, capsys):
     assert main(["train", "--method", method, *argv]) == 2
@@ -103,3 +104,15 @@ def test_dp_linear_beats_the_public_floor_at_its_targets(unit, eps, target):
         run_forecast(method="dp-linear", unit=unit, eps=eps, seed=seed, threads=1)["mse"]
         for seed in range(5))
     assert mse <= target and mse < public
+
+
+@needs_ett
+def test_dpsgd_linear_trains_on_the_one_trainer_and_claims_the_window_unit():
+    result = run_forecast(method="dpsgd-linear", eps=1.0, **SMALL)
+    (entry,) = result["claims"]
+    claim = PrivacyClaim.from_json(entry)
+    assert (claim.unit, claim.accounting, claim.delta) == ("window", "rigorous", 1e-6)
+    assert claim.value <= 1.0 and claim.details["target"] == 1.0  # spent, at most the target
+    assert "weights" in claim.covers
+    assert any("record" in note for note in claim.notes)
+    assert result["fit"]["noise_multiplier"] > 0 and result["fit"]["best_epoch"] >= 1

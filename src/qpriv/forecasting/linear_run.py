@@ -29,6 +29,7 @@ from qpriv.forecasting.linear import (
     fit_ridge,
     public_forecaster,
 )
+from qpriv.forecasting.linear_dpsgd import fit_dpsgd_linear
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.windows import load_forecasting_data
@@ -111,6 +112,9 @@ def run_linear(
             model = public_forecaster(seq_len=seq_len, horizon=horizon)
         elif method == "ridge":
             model = fit_ridge(data)
+        elif method == "dpsgd-linear":
+            model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed)
+            claims = (claim,)
         else:
             model, claims = fit_dp_linear(
                 data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,

@@ -366,3 +366,7 @@ _add(Method(name="dp-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None
             summary="channel-independent linear forecaster by sufficient-statistics "
                     "perturbation (AdaSSP); (eps, delta)-DP at the record or window unit, "
                     "scaler inside the guarantee"))
+_add(Method(name="dpsgd-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None,
+            family=LINEAR, units=("window",),
+            summary="DP-SGD (per-window clipping, Opacus RDP) on dp-linear's model, for "
+                    "comparison; (eps, delta)-DP at the window unit"))

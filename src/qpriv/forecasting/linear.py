@@ -133,7 +133,7 @@ class LinearSpec:
             raise InvalidInputError("the feature map is empty: set recent or profile_days > 0")
 
 
-DEFAULT_SPEC = LinearSpec()
+STANDARD_LINEAR = LinearSpec()
 
 
 def _check_lengths(spec: LinearSpec, seq_len: int, horizon: int) -> None:
@@ -252,7 +252,7 @@ class DPLinearFit(NamedTuple):
 
 
 def public_forecaster(*, seq_len: int, horizon: int,
-                      spec: LinearSpec = DEFAULT_SPEC) -> LinearForecaster:
+                      spec: LinearSpec = STANDARD_LINEAR) -> LinearForecaster:
     """The forecast that reads no training data: ``y_hat = P_pub x`` (:class:`LinearSpec`)."""
     _, public, _ = linear_maps(spec, seq_len=seq_len, horizon=horizon)
     return LinearForecaster(kernel=public, spec=spec, name=f"public ({spec.public})",
@@ -371,7 +371,7 @@ def private_scaler(raw: np.ndarray, *, eps: float, unit: Unit, seq_len: int, hor
 
 
 def fit_ridge(data: ForecastData, *, ridge: float = 10.0,
-              spec: LinearSpec = DEFAULT_SPEC) -> LinearForecaster:
+              spec: LinearSpec = STANDARD_LINEAR) -> LinearForecaster:
     """The non-private reference: the exact ridge on the same features and residual targets
     (no clipping, no noise), in the loader's z-scored units. Not private."""
     ridge = require_in_range("ridge", ridge, low=0.0, low_inclusive=True)
@@ -400,7 +400,7 @@ def fit_dp_linear(
     delta: float = 1e-6,
     unit: str = "record",
     seed: int = 0,
-    spec: LinearSpec = DEFAULT_SPEC,
+    spec: LinearSpec = STANDARD_LINEAR,
     scaler: Scaler = "private",
     scaler_share: float | None = None,
     clip: float | None = None,

@@ -26,7 +26,7 @@ from torch import nn
 
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
-    DEFAULT_SPEC,
+    STANDARD_LINEAR,
     LinearForecaster,
     LinearSpec,
     linear_maps,
@@ -46,7 +46,7 @@ DEFAULTS: dict[str, Any] = {"lr": 0.03, "clip": 5.0, "batch_size": 512, "epochs"
 class TrainableLinear(nn.Module):
     """``y_hat[:, :, c] = P_pub x_c + V W^T M x_c`` with W (d x k) a parameter, zero at first."""
 
-    def __init__(self, *, seq_len: int, horizon: int, spec: LinearSpec = DEFAULT_SPEC) -> None:
+    def __init__(self, *, seq_len: int, horizon: int, spec: LinearSpec = STANDARD_LINEAR) -> None:
         super().__init__()
         features, public, outputs = linear_maps(spec, seq_len=seq_len, horizon=horizon)
         self.spec = spec

@@ -23,7 +23,7 @@ import torch
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.linear import (
-    DEFAULT_SPEC,
+    STANDARD_LINEAR,
     evaluate,
     fit_dp_linear,
     fit_ridge,
@@ -100,7 +100,7 @@ def run_linear(
             "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,
             "clip_range": clip_range, "scaler": scaler, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
-            "model": {"family": LINEAR, "spec": asdict(DEFAULT_SPEC)},
+            "model": {"family": LINEAR, "spec": asdict(STANDARD_LINEAR)},
         }
         finished = open_run(out, request, resume=resume,
                             ignore={"source"} if data.dataset in DATASETS else ())
@@ -134,7 +134,7 @@ def run_linear(
         "privacy": entry.privacy, "eps_per_pass": None,
         **({"eps": claim_entries[0]} if claim_entries else {}),
         "claims": claim_entries, "unit": unit,
-        "model": {"family": LINEAR, "name": model.name, "spec": asdict(DEFAULT_SPEC)},
+        "model": {"family": LINEAR, "name": model.name, "spec": asdict(STANDARD_LINEAR)},
         "fit": model.details,
         "privacy_notes": [note for claim in claims for note in claim.notes],
         "environment": {"python": platform.python_version(), "numpy": np.__version__,

@@ -49,6 +49,7 @@ from qpriv.runs.directory import check_out_dir as check_run_dir
 from qpriv.runs.directory import open_run
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, REFERENCE_FILE, RESULT_FILE
+from qpriv.threads import torch_threads
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
 
@@ -175,10 +176,7 @@ def train_classifier(
     )
     out = check_out_dir(out_dir, resume=resume)
 
-    saved_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    try:
+    with torch_threads(threads) as used_threads:
         data = load_task(task, image_size=image_size)
         if validation is not None:
             data = data.validation_split(validation)
@@ -230,8 +228,6 @@ def train_classifier(
             on_epoch=_printer(model, epochs, progress),
             checkpoint=None if out is None else out / CHECKPOINT_FILE,
         )
-    finally:
-        torch.set_num_threads(saved_threads)
 
     last = history[-1]
     diag_keys = [k for k in last if k not in ("epoch", "seconds")]
@@ -256,7 +252,7 @@ def train_classifier(
         "history": history,
         "seconds": time.perf_counter() - started,
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
-                        "threads": threads or saved_threads},
+                        "threads": used_threads},
     }
     _spent_steps(result, history=history, config=config, n_train=n_train, delta=delta)
     if out is not None:

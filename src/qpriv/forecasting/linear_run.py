@@ -18,7 +18,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
@@ -36,6 +35,7 @@ from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
+from qpriv.threads import torch_threads
 
 DEFAULT_DELTA = 1e-6
 """dp-linear's delta when none is given."""
@@ -85,10 +85,7 @@ def run_linear(
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
     out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,), command="train")
-    saved_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    try:
+    with torch_threads(threads) as used_threads:
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
             data_dir=data_dir, max_train_windows=max_train_windows,
@@ -121,8 +118,6 @@ def run_linear(
                 scaler="data" if scaler == "public" else "private")
         seconds = time.perf_counter() - tic
         test, val = evaluate(model, data.test), evaluate(model, data.val)
-    finally:
-        torch.set_num_threads(saved_threads)
     claim_entries = [claim.to_json() for claim in claims]
     result = {
         "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
@@ -138,7 +133,7 @@ def run_linear(
         "fit": model.details,
         "privacy_notes": [note for claim in claims for note in claim.notes],
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "threads": threads or saved_threads},
+                        "threads": used_threads},
     }
     if out is not None:
         buffer = io.BytesIO()

@@ -60,6 +60,7 @@ from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
+from qpriv.threads import torch_threads
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer
@@ -240,10 +241,7 @@ def run_forecast(
     out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE),
                         command="train")
 
-    saved_threads = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
-    try:
+    with torch_threads(threads) as used_threads:
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
             data_dir=data_dir, max_train_windows=max_train_windows,
@@ -286,8 +284,6 @@ def run_forecast(
         # number rather than a NaN one
         test = (trainer.evaluate(data.test) if fit.best_epoch
                 else {"mse": None, "mae": None})
-    finally:
-        torch.set_num_threads(saved_threads)
 
     result = {
         "method": method,
@@ -313,7 +309,7 @@ def run_forecast(
         "strategy": trainer.strategy.report(),
         "history": fit.history,
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
-                        "device": str(trainer.device), "threads": threads or saved_threads},
+                        "device": str(trainer.device), "threads": used_threads},
     }
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
     if out is not None:

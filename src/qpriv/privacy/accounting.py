@@ -77,6 +77,7 @@ from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_dista
 from qpriv.progress import work_bar
 from qpriv.quantum.features import n_tokens, outcome_probabilities
 from qpriv.quantum.povm import sic_vectors
+from qpriv.threads import torch_threads
 
 DEFAULT_DELTA = 1e-5
 DEFAULT_SHOTS = 1024
@@ -148,12 +149,8 @@ def one_torch_thread() -> Iterator[None]:
     The search and the game work on tensors of a few hundred numbers; on a shared CPU, torch's
     thread hand-offs make such work tens of times slower than one thread.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # --- what one shot releases -----------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
-from qpriv.experiments import frontier, grid, runner
+from qpriv.experiments import figures, frontier, grid, runner
 from qpriv.experiments.frontier import (
     COVERS,
     FEATURE_PATH,
@@ -182,3 +182,15 @@ def test_cli_prints_the_table(tmp_path, capsys):
     text = capsys.readouterr().out
     assert text.startswith("# Privacy-utility frontier: ETTh1, H = 24, record unit")
     assert "written to" in text.splitlines()[-1]
+
+
+def test_the_zoom_panel_frames_the_lines_that_cover_the_unit():
+    def row(method, eps, mse, covers):
+        return {"method": method, "eps": eps, "mse_mean": mse, "mse_sd": 0.001,
+                "covers_unit": covers, "covers_weights": covers, "reading": "r", "n_seeds": 5}
+
+    rows = [row("dp-linear", 0.1, 0.338, True), row("dp-linear", 1.0, 0.326, True),
+            row("dpsgd", 0.1, 0.89, False), row("public", None, 0.337, True)]
+    low, high = figures._frontier_zoom(rows)
+    assert low < 0.325 and 0.339 < high < 0.4
+    assert figures._frontier_zoom([r for r in rows if r["covers_unit"]]) is None

@@ -8,8 +8,8 @@ which arguments go together live in the library, and an error about them names t
 One module per command, each with its parser beside its handler: :mod:`~qpriv.cli.calibrate`,
 :mod:`~qpriv.cli.audit`, :mod:`~qpriv.cli.attack`, :mod:`~qpriv.cli.train`,
 :mod:`~qpriv.cli.methods`, :mod:`~qpriv.cli.quickstart`, :mod:`~qpriv.cli.train_classifier`,
-:mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.account`; what they share is in
-:mod:`~qpriv.cli.common`.
+:mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.frontier`, :mod:`~qpriv.cli.account`; what
+they share is in :mod:`~qpriv.cli.common`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from qpriv.cli import (
     attack,
     audit,
     calibrate,
+    frontier,
     methods,
     quickstart,
     reproduce,
@@ -34,7 +35,7 @@ from qpriv.cli.common import Parser, after_interrupt, flag_names
 from qpriv.errors import ArgumentError, QprivError
 
 COMMANDS = (calibrate, audit, attack, train, methods, quickstart, train_classifier, reproduce,
-            account)
+            frontier, account)
 """The command modules, in the order ``qpriv --help`` lists them."""
 
 

@@ -120,7 +120,7 @@ def after_interrupt(args: argparse.Namespace | None) -> str:
     out = getattr(args, "out", None)
     if command in ("train", "train-classifier") and out:
         return f"; rerun with --out {out} --resume to continue from the last finished epoch"
-    if command == "reproduce":
+    if command in ("reproduce", "frontier"):
         return "; run the same command again: finished cells are kept"
     if command == "quickstart":
         return ("; run it again with the same --out to continue" if out else

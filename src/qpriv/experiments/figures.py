@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import partial
 from textwrap import fill
-from typing import IO
+from typing import IO, Any
 
 
 def mse_vs_eps(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
@@ -85,6 +85,100 @@ def mse_vs_horizon(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
     fig.tight_layout()
     fig.savefig(out, format="png")
     plt.close(fig)
+
+
+
+def frontier_plot(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
+    """``qpriv frontier``: test MSE against eps (log axis), one line per method with error bars
+    (mean +- sd over its seeds, ``mse_mean`` / ``mse_sd``). A method whose guarantee covers the
+    chosen unit and the weights is drawn solid in colour; one that does not is grey, dashed
+    (a guarantee at another unit) or dotted (covers neither the targets nor the weights), and
+    its legend entry says so (``reading``). Rows without eps (the references) are labelled
+    horizontal lines: the public floor black dash-dot, the non-private ones thin and solid.
+    Where the other lines lie far from those that cover the unit, a second panel zooms on the
+    latter and the floor. The legend sits to the right of the axes, clear of the lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    zoom = _frontier_zoom(rows)
+    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(14.0 if zoom else 11.0, 4.8),
+                             dpi=120, squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        _frontier_lines(ax, rows)
+        if i == 1 and zoom is not None:
+            ax.set_ylim(*zoom)
+            ax.set_title("zoom: the lines that cover the unit, and the floor", fontsize=8)
+    axes[0][0].set_ylabel("test MSE (z-scored), mean ± sd over seeds")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       borderaxespad=0.0)
+    fig.suptitle(fill(title, 110), fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, format="png")
+    plt.close(fig)
+
+
+def _frontier_zoom(rows: Sequence[dict]) -> tuple[float, float] | None:
+    """The y-range of the rows that cover the unit (with the floor), padded, when every row
+    together spans more than three times it; None when one panel shows them well."""
+    def span(chosen: Sequence[dict]) -> tuple[float, float] | None:
+        values = [v for r in chosen if r.get("mse_mean") is not None
+                  for v in (r["mse_mean"] - (r.get("mse_sd") or 0.0),
+                            r["mse_mean"] + (r.get("mse_sd") or 0.0))]
+        return (min(values), max(values)) if values else None
+
+    inner = span([r for r in rows if r["covers_unit"]])
+    outer = span(rows)
+    if inner is None or outer is None:
+        return None
+    pad = max(inner[1] - inner[0], 1e-3) * 0.5
+    low, high = inner[0] - pad, inner[1] + pad
+    if outer[1] - outer[0] <= 3 * (high - low):
+        return None
+    return low, high
+
+
+def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
+    """The lines of :func:`frontier_plot` on one panel."""
+    methods = [m for m in dict.fromkeys(r["method"] for r in rows)
+               if any(r["method"] == m and r["eps"] is not None for r in rows)]
+    colour = 0
+    greys = iter(("0.35", "0.55", "0.45", "0.65", "0.25"))
+    for method in methods:
+        mine = sorted((r for r in rows if r["method"] == method and r["eps"] is not None
+                       and r.get("mse_mean") is not None), key=lambda r: r["eps"])
+        if not mine:
+            continue
+        first = mine[0]
+        eps = [r["eps"] for r in mine]
+        mse = [r["mse_mean"] for r in mine]
+        sd = [r.get("mse_sd") or 0.0 for r in mine]
+        seeds = max(r.get("n_seeds") or 0 for r in mine)
+        label = fill(f"{method}: {first['reading']} (n={seeds})", 48)
+        if first["covers_unit"] and first["covers_weights"]:
+            ax.errorbar(eps, mse, yerr=sd, fmt="o-", color=f"C{colour}", capsize=3, lw=1.8,
+                        label=label)
+            colour += 1
+        else:
+            style = "s--" if first["covers_weights"] else "^:"
+            ax.errorbar(eps, mse, yerr=sd, fmt=style, color=next(greys, "0.5"), capsize=3,
+                        lw=1.4, label=label)
+    for r in rows:
+        if r["eps"] is not None or r.get("mse_mean") is None:
+            continue
+        label = fill(f"{r['method']}: {r['reading']} ({r['mse_mean']:.3f})", 48)
+        if r["covers_unit"]:
+            ax.axhline(r["mse_mean"], color="black", ls="-.", lw=1.2, label=label)
+        else:
+            ax.axhline(r["mse_mean"], color=f"C{colour}", ls="-", lw=1.0, alpha=0.8,
+                       label=label)
+            colour += 1
+    ax.set_xscale("log")
+    eps_values = sorted({r["eps"] for r in rows if r["eps"] is not None})
+    ax.set_xticks(eps_values, [f"{e:g}" for e in eps_values])
+    ax.minorticks_off()
+    ax.set_xlabel("eps (each line's own notion: see its legend entry)")
 
 
 # -- the private-training paper (qml-figure2 ... qml-figure10) ---------------------------------
@@ -188,6 +282,7 @@ def qml_epoch_panels(rows: Sequence[dict], *, title: str, out: IO[bytes],
 FIGURES: dict[str, Callable[..., None]] = {
     "mse_vs_eps": mse_vs_eps,
     "mse_vs_horizon": mse_vs_horizon,
+    "frontier": frontier_plot,
     "qml_accuracy_vs_clip": qml_accuracy_vs_clip,
     "qml_population_gradient": partial(
         qml_epoch_panels, metrics=("population_grad_norm", "test_accuracy",

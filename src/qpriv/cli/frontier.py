@@ -1,0 +1,82 @@
+"""``qpriv frontier``: the privacy-utility frontier under one stated unit
+(:mod:`qpriv.experiments.frontier`): test MSE against eps, every line labelled with what its
+epsilon covers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from qpriv.cli.common import (
+    add_command,
+    add_json_flag,
+    emit_json,
+    existing_path,
+    out_path,
+    positive_int,
+)
+from qpriv.errors import InvalidInputError
+from qpriv.experiments.frontier import (
+    DEFAULT_BACKBONE_SEEDS,
+    DEFAULT_EPS,
+    DEFAULT_METHODS,
+    DEFAULT_SEEDS,
+    UNITS,
+    run_frontier,
+)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``qpriv frontier`` to the subcommands ``sub``."""
+    fr = add_command(sub, "frontier", help="the privacy-utility frontier at one unit: test MSE "
+                                           "against eps per method, with what each eps covers")
+    fr.add_argument("--dataset", default="ETTh1", help="dataset name")
+    fr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
+    fr.add_argument("--unit", choices=UNITS, default="record",
+                    help="the privacy unit the frontier is stated at")
+    fr.add_argument("--eps", type=float, nargs="+", default=list(DEFAULT_EPS),
+                    help="privacy budgets, each > 0")
+    fr.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS),
+                    help="methods: private ones (dp-linear, dpsgd), ldpt (drawn as covering "
+                         "neither targets nor weights) and references without eps (public, "
+                         "ridge, classical)")
+    fr.add_argument("--seeds", type=positive_int, default=DEFAULT_SEEDS,
+                    help="noise seeds of the closed-form methods (one for those without noise)")
+    fr.add_argument("--backbone-seeds", type=positive_int, default=DEFAULT_BACKBONE_SEEDS,
+                    help="seeds of the trained methods (dpsgd, ldpt, classical)")
+    fr.add_argument("--quick", action="store_true",
+                    help="the quick budget for the trained methods: 1 epoch on 256 windows "
+                         "(default: the paper's full budget)")
+    fr.add_argument("--budget", choices=("full", "quick", "tiny"),
+                    help="explicit budget (tiny: the test suite's)")
+    fr.add_argument("--out", type=out_path, default="runs/frontier",
+                    help="cells and reports go here; finished cells are never recomputed")
+    fr.add_argument("--data-dir", type=existing_path,
+                    help="file or directory holding the datasets")
+    fr.add_argument("--threads", type=positive_int, default=1,
+                    help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
+    fr.add_argument("--quiet", action="store_true", help="no progress output")
+    add_json_flag(fr)
+    fr.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the frontier and print its table (or JSON); exit code 1 if a cell failed."""
+    if args.quick and args.budget not in (None, "quick"):
+        raise InvalidInputError(f"--quick and --budget {args.budget} ask for two budgets; give "
+                                "one")
+    budget = args.budget or ("quick" if args.quick else "full")
+    quiet = args.quiet or args.json
+    report = run_frontier(
+        dataset=args.dataset, horizon=args.horizon, unit=args.unit, eps=args.eps,
+        methods=args.methods, seeds=args.seeds, backbone_seeds=args.backbone_seeds,
+        budget=budget, out_dir=args.out, data_dir=args.data_dir, progress=not quiet,
+        threads=args.threads)
+    if args.json:
+        emit_json(report.as_dict())
+    else:
+        print(Path(report.files["markdown"]).read_text(), end="")
+        print(f"written to {Path(report.files['markdown']).parent} "
+              f"({report.seconds:.0f} s, {len(report.failures)} failed cells)", file=sys.stdout)
+    return 1 if report.failures else 0

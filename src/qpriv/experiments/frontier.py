@@ -1,0 +1,463 @@
+"""The privacy-utility frontier under one stated unit: test MSE against eps, method by method.
+
+Every method runs at every eps (noise seeds averaged) and every reference once per seed; each
+run is a cell in ``OUT/cells/<budget>/<cell key>``, as :mod:`qpriv.experiments.runner` keeps
+the paper's tables (a finished cell is read, never recomputed; the backbone cells share their
+keys with ``qpriv reproduce``'s, so one ``--out`` serves both). Each row says what its epsilon
+is and whether it covers the chosen unit and the released weights, because the methods'
+epsilons are not one quantity:
+
+* ``dp-linear`` (sufficient-statistics perturbation; Wang 2018, "Revisiting differentially
+  private linear regression: optimal and adaptive prediction & estimation in unbounded
+  domain") is global (eps, delta)-DP at the record or the window unit, on its weights;
+* ``dpsgd`` ("Deep Learning with Differential Privacy", Abadi et al. 2016) is global
+  (eps, delta = 1e-6)-DP at the window unit on its weights: at the record unit it is drawn as
+  *not covering the chosen unit* (a record lies in up to L + H windows, so a window guarantee
+  gives no useful record guarantee);
+* ``ldpt`` (the LDPT paper) takes the paper's local per-pass eps of the feature path at the
+  token unit: it covers neither the forecast targets nor the trained weights, and is drawn so;
+* ``public`` (reads no training data: the floor), ``ridge`` and ``classical`` (no noise, no
+  guarantee) take no eps and are drawn as horizontal lines.
+
+A method that takes an eps but states no guarantee at any unit (``bottleneck``,
+``bottleneck-dp``, ``ldpt-no-channel``) has no place on a frontier and is refused.
+
+Budgets (:mod:`qpriv.experiments.grid`): the backbone methods train at the budget
+(``quick``: 1 epoch on 256 windows; ``full``: the paper's protocol). The linear family needs
+a look-back of at least 168 rows (its 7-day profile; its defaults were chosen at L = 336) and is
+fitted in closed form in under a second, so it always runs at L = 336 on every training window
+and the budget's test windows (at ``quick`` and ``full`` the very test windows of the backbone);
+at ``tiny`` (the test suite's, backbone L = 48) it keeps the budget's 64 training and 32 test
+windows at L = 336, so there the two families are tested on different windows.
+
+Example::
+
+    report = run_frontier(dataset="ETTh1", horizon=24, unit="record", eps=(0.1, 1.0),
+                          budget="quick", out_dir="runs/frontier")
+    report.files["png"], [(r["method"], r["eps"], r["mse_mean"]) for r in report.rows]
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from qpriv.errors import InvalidInputError, QprivError, require_positive_int
+from qpriv.experiments.figures import frontier_plot
+from qpriv.experiments.grid import TINY, Budget, Cell, mean_std
+from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
+from qpriv.forecasting.datasets import locate_dataset
+from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, method
+from qpriv.forecasting.records import ForecastResult
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.claims import Kind, Unit
+from qpriv.progress import work_bar
+from qpriv.runs.cache import cached_json
+from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
+from qpriv.runs.layout import RESULT_FILE
+from qpriv.tables import format_table
+
+UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
+"""The units a frontier can be stated at."""
+DEFAULT_METHODS = ("dp-linear", "dpsgd", "ldpt", "public", "ridge", "classical")
+DEFAULT_EPS = (0.1, 0.5, 1.0, 5.0)
+DEFAULT_SEEDS = 5
+"""Noise seeds of the closed-form methods (a fit takes under a second)."""
+DEFAULT_BACKBONE_SEEDS = 1
+"""Seeds of the trained methods (minutes a run at the full budget)."""
+FIRST_SEED = 2024
+LINEAR_SEQ_LEN = 336
+"""The look-back of the linear family at every budget (its defaults were chosen at L = 336;
+it needs L >= 168)."""
+
+COVERS = "covers"
+OTHER_UNIT = "other unit"
+FEATURE_PATH = "feature path"
+FLOOR = "floor"
+NON_PRIVATE = "non-private"
+ROLES = (COVERS, OTHER_UNIT, FEATURE_PATH, FLOOR, NON_PRIVATE)
+"""How a row reads: its guarantee covers the chosen unit and the weights; it is a guarantee at
+another unit; it covers neither the targets nor the weights; the public floor; no guarantee."""
+
+COLUMNS = ("method", "eps", "unit", "role", "reading", "claim_kind", "claim_accounting",
+           "claim_unit", "delta", "covers", "covers_unit", "covers_weights", "mse_mean",
+           "mse_sd", "mae_mean", "mae_sd", "n_seeds", "failed_seeds", "seeds", "family",
+           "seq_len", "train_windows", "test_windows", "budget")
+"""The columns of ``frontier.csv``, in order."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One method of a frontier: how it is drawn, the eps it runs at and its seeds."""
+
+    method: str
+    role: str
+    eps: tuple[float | None, ...]
+    seeds: tuple[int, ...]
+    unit: str | None
+    """The unit the run is asked for (dp-linear: the frontier's; others: their own)."""
+    family: str
+
+
+@dataclass
+class FrontierReport:
+    """What :func:`run_frontier` produced: rows (one per method x eps), failed cells, files."""
+
+    dataset: str
+    horizon: int
+    unit: str
+    budget: str
+    rows: list[dict]
+    failures: list[dict] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"dataset": self.dataset, "horizon": self.horizon, "unit": self.unit,
+                "budget": self.budget, "rows": self.rows, "failures": self.failures,
+                "files": self.files, "seconds": self.seconds}
+
+
+# -- the plan, checked before anything is written -------------------------------------------
+
+
+def role_of(name: str, *, unit: str) -> str:
+    """How method ``name`` is drawn on a frontier at ``unit`` (see :data:`ROLES`).
+
+    Raises:
+        InvalidInputError: an unknown method, or one that takes an eps but states no privacy
+            guarantee (nothing to put on a frontier).
+    """
+    entry = method(name)
+    if not entry.needs_eps:
+        return FLOOR if entry.family == LINEAR and entry.privacy != NO_PRIVACY else NON_PRIVATE
+    if entry.privacy == NO_PRIVACY:
+        raise InvalidInputError(
+            f"method {name!r} takes an eps but states no privacy guarantee at any unit, so it "
+            f"has no place on a {unit}-unit frontier; drop it from --methods (e.g. dp-linear, "
+            "dpsgd, ldpt, public, ridge, classical)")
+    if unit in entry.units and entry.privacy == Kind.GLOBAL_DP:
+        return COVERS
+    if entry.units:
+        return OTHER_UNIT
+    return FEATURE_PATH
+
+
+def plan(
+    *, unit: str, eps: Sequence[float], methods: Sequence[str], seeds: int,
+    backbone_seeds: int,
+) -> list[Series]:
+    """The series of a frontier, every argument checked (nothing is run or written).
+
+    Raises:
+        InvalidInputError: an unknown unit, an eps <= 0 (or above what a method can be
+            calibrated to), an eps or method given twice, an unknown method or one that states
+            no guarantee, a seed count < 1.
+    """
+    if unit not in UNITS:
+        raise InvalidInputError(f"unit {unit!r} is not a frontier unit; use one of "
+                                f"{', '.join(UNITS)}")
+    seeds = require_positive_int("seeds", seeds)
+    backbone_seeds = require_positive_int("backbone_seeds", backbone_seeds)
+    eps = tuple(eps)
+    if not eps:
+        raise InvalidInputError("no eps given; give at least one budget > 0, e.g. 0.1 1")
+    for value in eps:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                math.isfinite(value) and value > 0):
+            raise InvalidInputError(f"eps {value!r} is not a finite number > 0; give privacy "
+                                    "budgets > 0, e.g. 0.1 0.5 1 5")
+    for what, given in (("eps", eps), ("methods", tuple(methods))):
+        repeated = sorted({str(v) for v in given if given.count(v) > 1})
+        if repeated:
+            raise InvalidInputError(f"{what} {', '.join(repeated)} given more than once; give "
+                                    "each once")
+    if not methods:
+        raise InvalidInputError(f"no methods given; e.g. {' '.join(DEFAULT_METHODS)}")
+    series = []
+    for name in methods:
+        role = role_of(name, unit=unit)
+        entry = method(name)
+        if entry.needs_eps:
+            for value in eps:  # e.g. ldpt's calibration refuses an eps above its range
+                check_method_eps(name, float(value))
+        deterministic = entry.family == LINEAR and not entry.needs_eps
+        count = 1 if deterministic else seeds if entry.family == LINEAR else backbone_seeds
+        series.append(Series(
+            method=name, role=role,
+            eps=tuple(float(v) for v in sorted(eps)) if entry.needs_eps else (None,),
+            seeds=tuple(range(FIRST_SEED, FIRST_SEED + count)),
+            unit=unit if role == COVERS and entry.family == LINEAR else None,
+            family=entry.family))
+    return series
+
+
+def linear_settings(budget: Budget) -> dict[str, Any]:
+    """The linear family's look-back and windows at ``budget`` (see the module docstring)."""
+    return {"seq_len": max(budget.seq_len, LINEAR_SEQ_LEN),
+            "max_train_windows": budget.max_train_windows if budget.name == TINY.name else None,
+            "max_eval_windows": budget.max_eval_windows}
+
+
+def frontier_cell(series: Series, *, eps: float | None, seed: int, dataset: str,
+                  horizon: int) -> Cell:
+    """The cell of one run; a linear run's unit is part of its key
+    (``ETTh1-H24-dp-linear-eps0.1-unitrecord-s2024``)."""
+    extra = (("unit", series.unit),) if series.unit else ()
+    return Cell(method=series.method, eps=eps, dataset=dataset, horizon=horizon, seed=seed,
+                overrides=extra)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Path,
+                    data_dir: str | Path | None, threads: int | None) -> Path:
+    """Fit the linear cell unless it is finished; return its run directory."""
+    run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
+    settings = linear_settings(budget)
+    fix = f"delete {run_dir} and run again to recompute this cell"
+
+    def fit() -> dict:
+        return run_forecast(dataset=cell.dataset, horizon=cell.horizon, method=cell.method,
+                            eps=cell.eps, seed=cell.seed, unit=unit, out_dir=run_dir,
+                            progress=False, data_dir=data_dir, threads=threads, **settings)
+
+    def same(kept: dict) -> bool:
+        return kept.get("seq_len") == settings["seq_len"] and kept.get("unit") == unit
+
+    cached_json(run_dir / RESULT_FILE, fit, damaged="refuse", fix=fix, valid=same,
+                store="by-compute")
+    return run_dir
+
+
+def run_frontier(
+    *,
+    dataset: str = "ETTh1",
+    horizon: int = 24,
+    unit: str = "record",
+    eps: Sequence[float] = DEFAULT_EPS,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    seeds: int = DEFAULT_SEEDS,
+    backbone_seeds: int = DEFAULT_BACKBONE_SEEDS,
+    budget: str | Budget = "full",
+    out_dir: str | Path = "runs/frontier",
+    data_dir: str | Path | None = None,
+    progress: bool = True,
+    threads: int | None = None,
+) -> FrontierReport:
+    """Run (or finish) the frontier and write ``frontier.csv``, ``frontier.md`` and
+    ``frontier.png`` to ``out_dir/<dataset>-H<horizon>-<unit>/<budget>/``.
+
+    Args:
+        dataset, horizon, data_dir: the task (a named dataset, found as by ``qpriv train``).
+        unit: ``record`` or ``window``, the unit the frontier is stated at.
+        eps: the budgets, each > 0 (the x-axis).
+        methods: registered methods; see :func:`role_of` for how each is drawn.
+        seeds: noise seeds of the closed-form methods (5; one for those without noise).
+        backbone_seeds: seeds of the trained methods (1).
+        budget: ``full``, ``quick`` or ``tiny`` (:mod:`qpriv.experiments.grid`), or a Budget.
+        out_dir: cells and reports; finished cells are never recomputed.
+        progress: a bar over the cells (and the trainer's per epoch) on stderr.
+        threads: torch threads per cell (None: 1, the fastest on a shared 2-core CPU).
+
+    Returns:
+        The :class:`FrontierReport`; a cell that fails is recorded in ``failures`` and the
+        others go on.
+
+    Raises:
+        InvalidInputError: bad input (see :func:`plan`), an unknown budget or dataset, a
+            horizon < 1; raised before anything is written.
+    """
+    horizon = require_positive_int("horizon", horizon)
+    budget = resolve_budget(budget)
+    series = plan(unit=unit, eps=eps, methods=methods, seeds=seeds,
+                  backbone_seeds=backbone_seeds)
+    locate_dataset(dataset, path=data_dir)
+    threads = 1 if threads is None else require_positive_int("threads", threads)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError(f"--out {out} exists and is not a directory; name a folder")
+    started = time.perf_counter()
+    jobs = [(s, e, seed) for s in series for e in s.eps for seed in s.seeds]
+    jobs.sort(key=lambda job: job[0].family != LINEAR)  # the seconds-long fits first
+    done: dict[tuple[str, float | None], list[tuple[int, Path]]] = {}
+    failures: list[dict] = []
+    with work_bar(total=len(jobs), desc="frontier", unit="cell", enabled=progress) as bar:
+        for s, e, seed in jobs:
+            cell = frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon)
+            bar.set_postfix_str(cell.key, refresh=True)
+            try:
+                if s.family == LINEAR:
+                    run_dir = run_linear_cell(cell, unit=s.unit, budget=budget, out_dir=out,
+                                              data_dir=data_dir, threads=threads)
+                else:
+                    run_dir = run_cell(cell, budget=budget, out_dir=out, data_dir=data_dir,
+                                       progress=progress, threads=threads)
+            except (QprivError, RuntimeError, ValueError, OSError) as error:
+                # a failed cell is isolated: reported, and the frontier goes on
+                failures.append({"cell": cell.key, "error": f"{type(error).__name__}: {error}",
+                                 "trace": traceback.format_exc(limit=3)})
+            else:
+                done.setdefault((s.method, e), []).append((seed, run_dir))
+            bar.update(1)
+    rows = [row_of(s, eps=e, runs=done.get((s.method, e), []), unit=unit, budget=budget)
+            for s in series for e in s.eps]
+    report = FrontierReport(dataset=dataset, horizon=horizon, unit=unit, budget=budget.name,
+                            rows=rows, failures=failures,
+                            seconds=time.perf_counter() - started)
+    write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name)
+    return report
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+
+def reading(role: str, *, method_name: str, unit: str, claim_unit: str | None) -> str:
+    """The words a row's legend entry and ``reading`` column use."""
+    if role == COVERS:
+        return f"covers the {unit} unit and the weights"
+    if role == OTHER_UNIT:
+        return (f"{claim_unit or 'another'}-unit guarantee: does not cover the {unit} unit")
+    if role == FEATURE_PATH:
+        path = "feature-path" if method(method_name).privacy == Kind.LOCAL_QDP else "input"
+        return (f"per-pass {path} eps ({claim_unit or 'token'} unit): covers neither the "
+                "targets nor the weights")
+    if role == FLOOR:
+        return "the floor: reads no training data"
+    return "non-private reference: no guarantee"
+
+
+def row_of(series: Series, *, eps: float | None, runs: Sequence[tuple[int, Path]], unit: str,
+           budget: Budget) -> dict:
+    """One row of the frontier: the mean and sd over the seeds of the cells' result files, and
+    what the runs' headline claim is (kind, accounting, unit, delta, what it covers)."""
+    results = [ForecastResult.from_json(read_json_object(
+        run_dir / RESULT_FILE, fix=f"delete {run_dir} and run again to recompute this cell"))
+        for _, run_dir in runs]
+    claim = next((r.released_claim for r in results if r.released_claim is not None), None)
+    mse_mean, mse_sd = mean_std(r.mse for r in results)
+    mae_mean, mae_sd = mean_std(r.mae for r in results)
+    windows = results[0].windows if results else {}
+    if series.role == FLOOR:
+        covers, covers_unit, covers_weights = "reads no training data (eps = 0)", True, True
+    elif claim is None:
+        covers, covers_unit, covers_weights = "nothing: no privacy guarantee", False, False
+    else:
+        covers = claim.covers
+        covers_unit = claim.unit.value == unit
+        covers_weights = claim.kind == Kind.GLOBAL_DP
+    return {
+        "method": series.method, "eps": eps, "unit": unit, "role": series.role,
+        "reading": reading(series.role, method_name=series.method, unit=unit,
+                           claim_unit=None if claim is None else claim.unit.value),
+        "claim_kind": None if claim is None else claim.kind.value,
+        "claim_accounting": None if claim is None else claim.accounting.value,
+        "claim_unit": None if claim is None else claim.unit.value,
+        "delta": None if claim is None else claim.delta,
+        "covers": covers, "covers_unit": covers_unit, "covers_weights": covers_weights,
+        "mse_mean": mse_mean, "mse_sd": mse_sd, "mae_mean": mae_mean, "mae_sd": mae_sd,
+        "n_seeds": sum(1 for r in results if r.mse is not None and math.isfinite(r.mse)),
+        "failed_seeds": len(series.seeds) - len(results),
+        "seeds": " ".join(str(seed) for seed, _ in runs),
+        "family": series.family,
+        "seq_len": results[0].raw.get("seq_len") if results else None,
+        "train_windows": windows.get("train"), "test_windows": windows.get("test"),
+        "budget": budget.name,
+    }
+
+
+# -- outputs ---------------------------------------------------------------------------------
+
+
+def deltas(rows: Sequence[dict]) -> list[float]:
+    """The distinct deltas of the rows whose guarantee covers the chosen unit."""
+    return sorted({r["delta"] for r in rows if r["role"] == COVERS and r["delta"] is not None})
+
+
+def title_of(report: FrontierReport) -> str:
+    """The figure's title: task, unit, delta and budget."""
+    found = deltas(report.rows)
+    delta = ("delta = " + ", ".join(f"{d:g}" for d in found)) if found else "no delta"
+    return (f"{report.dataset} H={report.horizon}: test MSE vs eps at the {report.unit} unit "
+            f"({delta}); budget {report.budget}")
+
+
+def write_frontier(report: FrontierReport, where: Path) -> None:
+    """``frontier.csv``, ``frontier.md`` and ``frontier.png`` in ``where``, each atomically."""
+    files = {"csv": where / "frontier.csv", "markdown": where / "frontier.md",
+             "png": where / "frontier.png"}
+    frame = pd.DataFrame(report.rows, columns=list(COLUMNS))
+    atomic_write_text(files["csv"], frame.to_csv(index=False))
+    atomic_write_text(files["markdown"], markdown(report))
+    buffer = io.BytesIO()
+    frontier_plot(report.rows, title=title_of(report), out=buffer)
+    atomic_write_bytes(files["png"], buffer.getvalue())
+    report.files = {k: str(v) for k, v in files.items()}
+
+
+def explain(report: FrontierReport) -> list[str]:
+    """One Markdown bullet per role among the rows: what its epsilon is and covers."""
+    unit = report.unit
+    words = {
+        COVERS: f"a global (eps, delta)-DP guarantee at the {unit} unit on the released "
+                "weights, and so on every forecast computed from them (accounting=rigorous)",
+        OTHER_UNIT: f"a global guarantee at another unit, which does not cover the {unit} "
+                    "unit (a record lies in up to L + H windows, so a window guarantee gives "
+                    "no useful record guarantee)",
+        FEATURE_PATH: "the LDPT paper's local per-pass eps (token unit, accounting=paper): it "
+                      "holds for what one pass releases (the quantum features, or the noised "
+                      "input); the forecast targets and the trained weights are not covered",
+        FLOOR: "the public forecast: it reads no training data (eps = 0 at every unit); a "
+               "private method is worth its noise only below it",
+        NON_PRIVATE: "fitted or trained in the clear: no guarantee (the utility that privacy "
+                     "costs is measured against it)",
+    }
+    roles = [role for role in ROLES if any(r["role"] == role for r in report.rows)]
+    return [f"- {role}: "
+            + ", ".join(f"`{m}`" for m in dict.fromkeys(r["method"] for r in report.rows
+                                                       if r["role"] == role))
+            + f": {words[role]}." for role in roles]
+
+
+def _mean_sd(mean: float | None, sd: float | None) -> str:
+    if mean is None:
+        return "—"
+    return f"{mean:.4f}" if sd is None else f"{mean:.4f} ± {sd:.4f}"
+
+
+def markdown(report: FrontierReport) -> str:
+    """The frontier as a Markdown table, every row with its unit and what its claim covers."""
+    headers = ["method", "eps", "unit", "claim (kind, accounting, unit)", "covers unit",
+               "covers weights", "test MSE (mean ± sd)", "test MAE (mean ± sd)", "seeds",
+               "reading"]
+    table = [[r["method"], "—" if r["eps"] is None else f"{r['eps']:g}", r["unit"],
+              "—" if r["claim_kind"] is None else
+              f"{r['claim_kind']}, {r['claim_accounting']}, {r['claim_unit']}"
+              + ("" if r["delta"] is None else f", delta={r['delta']:g}"),
+              r["covers_unit"], r["covers_weights"], _mean_sd(r["mse_mean"], r["mse_sd"]),
+              _mean_sd(r["mae_mean"], r["mae_sd"]), r["n_seeds"], r["reading"]]
+             for r in report.rows]
+    settings = sorted({(r["family"], r["seq_len"], r["train_windows"], r["test_windows"])
+                       for r in report.rows if r["seq_len"] is not None}, key=str)
+    lines = [f"# Privacy-utility frontier: {report.dataset}, H = {report.horizon}, "
+             f"{report.unit} unit", "",
+             f"Budget `{report.budget}`. Test MSE and MAE on the z-scored test split, mean ± "
+             "sample sd over the seeds (noise seeds for the closed-form methods).", "",
+             format_table(headers, table, markdown=True), "",
+             "## How to read the rows", "", *explain(report), "",
+             "## Settings", ""]
+    lines += [f"- {family}: L = {seq_len}, {train} training windows, {test} test windows"
+              for family, seq_len, train, test in settings]
+    if report.failures:
+        lines += ["", "## Failed cells", ""]
+        lines += [f"- `{f['cell']}`: {f['error']}" for f in report.failures]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,196 @@
+"""``qpriv frontier``: the frontier's files hold its cells' numbers, finished cells are reused,
+a guarantee that does not cover the chosen unit is flagged, bad input writes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+
+from qpriv.cli import main
+from qpriv.errors import InvalidInputError
+from qpriv.experiments import figures, frontier, grid, runner
+from qpriv.experiments.frontier import (
+    COVERS,
+    FEATURE_PATH,
+    FLOOR,
+    NON_PRIVATE,
+    OTHER_UNIT,
+    frontier_cell,
+    linear_settings,
+    plan,
+    role_of,
+    run_frontier,
+)
+from qpriv.experiments.grid import QUICK, TINY
+
+needs_ett = pytest.mark.skipif(
+    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
+)
+
+
+def _last_json(capsys) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def tiny_frontier(tmp_path_factory):
+    """The default methods at the tiny budget, eps 0.1 and 1, two noise seeds (about 15 s)."""
+    if not os.environ.get("QPRIV_DATA_DIR"):
+        pytest.skip("QPRIV_DATA_DIR (the ETT csv files) not set")
+    out = tmp_path_factory.mktemp("frontier")
+    report = run_frontier(unit="record", eps=(0.1, 1.0), seeds=2, budget=TINY, out_dir=out,
+                          progress=False)
+    return out, report
+
+
+def test_roles_follow_what_each_guarantee_covers():
+    assert role_of("dp-linear", unit="record") == COVERS
+    assert role_of("dp-linear", unit="window") == COVERS
+    assert role_of("dpsgd", unit="window") == COVERS
+    assert role_of("dpsgd", unit="record") == OTHER_UNIT
+    assert role_of("ldpt", unit="record") == FEATURE_PATH
+    assert role_of("public", unit="record") == FLOOR
+    assert [role_of(m, unit="record") for m in ("ridge", "classical")] == [NON_PRIVATE] * 2
+    with pytest.raises(InvalidInputError, match="'bottleneck' takes an eps but states no"):
+        role_of("bottleneck", unit="record")
+
+
+def test_seeds_and_linear_settings():
+    series = {s.method: s for s in plan(unit="record", eps=(1.0, 0.1), methods=(
+        "dp-linear", "dpsgd", "public", "ridge", "classical"), seeds=5, backbone_seeds=1)}
+    assert len(series["dp-linear"].seeds) == 5 and series["dp-linear"].eps == (0.1, 1.0)
+    assert len(series["dpsgd"].seeds) == len(series["classical"].seeds) == 1
+    assert len(series["public"].seeds) == len(series["ridge"].seeds) == 1  # no noise
+    # the linear family needs L >= 168 (7-day profile): L = 336 at every budget
+    assert linear_settings(TINY) == {"seq_len": 336, "max_train_windows": 64,
+                                     "max_eval_windows": 32}
+    assert linear_settings(QUICK) == {"seq_len": 336, "max_train_windows": None,
+                                      "max_eval_windows": QUICK.max_eval_windows}
+    cell = frontier_cell(series["dp-linear"], eps=0.1, seed=2024, dataset="ETTh1", horizon=24)
+    assert cell.key == "ETTh1-H24-dp-linear-eps0.1-unitrecord-s2024"
+
+
+@needs_ett
+def test_files_hold_the_cells_numbers(tiny_frontier):
+    out, report = tiny_frontier
+    where = out / "ETTh1-H24-record" / "tiny"
+    assert report.files["csv"] == str(where / "frontier.csv")
+    assert report.failures == []
+    frame = pd.read_csv(where / "frontier.csv")
+    assert len(frame) == len(report.rows) == 2 + 2 + 2 + 3  # dp-linear, dpsgd, ldpt x 2; refs
+    assert set(frame["unit"]) == {"record"}
+    cells = out / "cells" / "tiny"
+    for _, row in frame.iterrows():
+        seeds = [int(s) for s in str(row["seeds"]).split()]
+        mses = []
+        for seed in seeds:
+            eps = None if pd.isna(row["eps"]) else float(row["eps"])
+            unit = "-unitrecord" if row["method"] == "dp-linear" else ""
+            key = "-".join(["ETTh1", "H24", row["method"], *([f"eps{eps:g}"] if eps else [])])
+            result = json.loads((cells / f"{key}{unit}-s{seed}" / "result.json").read_text())
+            mses.append(result["mse"])
+        assert row["n_seeds"] == len(mses) == (2 if row["method"] == "dp-linear" else 1)
+        assert row["mse_mean"] == pytest.approx(statistics.fmean(mses), rel=1e-12)
+        if len(mses) > 1:
+            assert row["mse_sd"] == pytest.approx(statistics.stdev(mses), rel=1e-9)
+    table = (where / "frontier.md").read_text()
+    body = [line for line in table.splitlines() if line.startswith("| ") and "method" not in line]
+    assert len(body) == len(frame) and all("| record |" in line for line in body)
+    png = (where / "frontier.png").read_bytes()
+    assert png[:4] == b"\x89PNG" and len(png) > 10_000
+
+
+@needs_ett
+def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
+    out, _ = tiny_frontier
+    frame = pd.read_csv(out / "ETTh1-H24-record" / "tiny" / "frontier.csv").set_index("method")
+    dpsgd = frame.loc["dpsgd"].iloc[0]
+    assert dpsgd["role"] == OTHER_UNIT and dpsgd["claim_unit"] == "window"
+    assert not dpsgd["covers_unit"] and dpsgd["covers_weights"]
+    assert "does not cover the record unit" in dpsgd["reading"]
+    ldpt = frame.loc["ldpt"].iloc[0]
+    assert not ldpt["covers_unit"] and not ldpt["covers_weights"]
+    assert "covers neither the targets nor the weights" in ldpt["reading"]
+    linear = frame.loc["dp-linear"].iloc[0]
+    assert linear["covers_unit"] and linear["covers_weights"] and linear["delta"] == 1e-6
+    assert linear["claim_unit"] == "record"
+
+
+@needs_ett
+def test_a_finished_cell_is_not_recomputed(tiny_frontier, monkeypatch):
+    out, first = tiny_frontier
+
+    def refuse(**kwargs):
+        raise AssertionError("a finished cell was recomputed")
+
+    monkeypatch.setattr(frontier, "run_forecast", refuse)
+    monkeypatch.setattr(runner, "run_forecast", refuse)
+    again = run_frontier(unit="record", eps=(0.1, 1.0), seeds=2, budget=TINY, out_dir=out,
+                         progress=False)
+    assert again.failures == []
+    assert [r["mse_mean"] for r in again.rows] == [r["mse_mean"] for r in first.rows]
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--eps", "0"], "eps 0.0 is not a finite number > 0"),
+    (["--eps", "-1", "1"], "eps -1.0 is not a finite number > 0"),
+    (["--unit", "token"], "invalid choice: 'token'"),
+    (["--methods", "nope"], "unknown method 'nope'"),
+    (["--methods", "bottleneck"], "'bottleneck' takes an eps but states no privacy guarantee"),
+    (["--eps", "0.1", "0.1"], "eps 0.1 given more than once"),
+    (["--quick", "--budget", "full"], "ask for two budgets"),
+])
+def test_bad_input_exits_2_in_one_line_and_writes_nothing(tmp_path, capsys, argv, needle):
+    out = tmp_path / "out"
+    assert main(["frontier", "--out", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+    assert not out.exists()
+
+
+def test_library_refuses_an_unknown_unit(tmp_path):
+    with pytest.raises(InvalidInputError, match="unit 'token' is not a frontier unit"):
+        run_frontier(unit="token", out_dir=tmp_path / "out", progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+@needs_ett
+def test_quick_runs_end_to_end_at_a_tiny_budget(tmp_path, capsys, monkeypatch):
+    """``--quick`` takes the quick budget; here the quick budget is made tiny."""
+    monkeypatch.setitem(grid.BUDGETS, "quick", replace(TINY, name="quick"))
+    out = tmp_path / "out"
+    code = main(["frontier", "--quick", "--eps", "1", "--seeds", "1", "--methods", "dp-linear",
+                 "dpsgd", "public", "--out", str(out), "--json"])
+    payload = _last_json(capsys)
+    assert code == 0 and payload["budget"] == "quick" and payload["unit"] == "record"
+    assert [(r["method"], r["eps"]) for r in payload["rows"]] == [
+        ("dp-linear", 1.0), ("dpsgd", 1.0), ("public", None)]
+    assert set(payload["files"]) == {"csv", "markdown", "png"}
+    assert all(os.path.isfile(path) for path in payload["files"].values())
+    assert (out / "cells" / "quick" / "ETTh1-H24-dpsgd-eps1-s2024" / "result.json").is_file()
+
+
+@needs_ett
+def test_cli_prints_the_table(tmp_path, capsys):
+    assert main(["frontier", "--budget", "tiny", "--eps", "1", "--seeds", "1", "--methods",
+                 "dp-linear", "public", "--out", str(tmp_path), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# Privacy-utility frontier: ETTh1, H = 24, record unit")
+    assert "written to" in text.splitlines()[-1]
+
+
+def test_the_zoom_panel_frames_the_lines_that_cover_the_unit():
+    def row(method, eps, mse, covers):
+        return {"method": method, "eps": eps, "mse_mean": mse, "mse_sd": 0.001,
+                "covers_unit": covers, "covers_weights": covers, "reading": "r", "n_seeds": 5}
+
+    rows = [row("dp-linear", 0.1, 0.338, True), row("dp-linear", 1.0, 0.326, True),
+            row("dpsgd", 0.1, 0.89, False), row("public", None, 0.337, True)]
+    low, high = figures._frontier_zoom(rows)
+    assert low < 0.325 and 0.339 < high < 0.4
+    assert figures._frontier_zoom([r for r in rows if r["covers_unit"]]) is None

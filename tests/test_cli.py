@@ -133,7 +133,8 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
 def test_quickstart_tiny_budget(capsys, tmp_path):
     argv = ["quickstart", "--epochs", "1", "--max-train-windows", "16", "--max-eval-windows",
-            "8", "--eval-passes", "2", "--out", str(tmp_path), "--json"]
+            "8", "--eval-passes", "2", "--frontier-budget", "tiny", "--out", str(tmp_path),
+            "--json"]
     assert main(argv) == 0
     payload = _last_json(capsys)
     labels = [row["label"] for row in payload["rows"]]
@@ -141,13 +142,19 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert payload["rows"][0]["delta_mse_pct"] is None
     # the table reports the mean over the evaluation passes, and the change against classical
     stored = sorted(json.loads(path.read_text())["mse_mean"]
-                    for path in tmp_path.rglob("result.json"))
+                    for path in tmp_path.glob("*/result.json"))
     assert sorted(row["mse"] for row in payload["rows"]) == stored
     base = payload["rows"][0]["mse"]
     for row in payload["rows"][1:]:
         assert row["delta_mse_pct"] == pytest.approx(100 * (row["mse"] / base - 1))
     assert payload["rows"][2]["eps_per_pass"]["value"] == 0.1
     assert payload["audit"]["passed"]
+    # it closes with the frontier at the record unit: dp-linear against the public floor
+    frontier = {(row["method"], row["eps"]): row for row in payload["frontier"]["rows"]}
+    assert frontier[("dp-linear", 1.0)]["unit"] == "record"
+    assert frontier[("dpsgd", 1.0)]["role"] == "other unit"
+    assert ("public", None) in frontier
+    assert (tmp_path / "frontier").is_dir()
     # a second call reuses the finished runs (resume) and gives the same numbers
     assert main(argv) == 0
     again = _last_json(capsys)

@@ -4,6 +4,9 @@ audit (:mod:`qpriv.experiments.quickstart`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import tempfile
+from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
@@ -36,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     qs.add_argument("--data-dir", type=existing_path, help="file or directory holding the data")
     qs.add_argument("--out", type=out_path,
                     help="keep runs here; an interrupted quickstart resumes from it")
+    qs.add_argument("--frontier-budget", choices=("quick", "tiny", "full"), default="quick",
+                    help="budget of the closing privacy-utility frontier (qpriv frontier)")
     qs.add_argument("--quiet", action="store_true", help="no progress bars")
     add_json_flag(qs)
     qs.set_defaults(handler=run)
@@ -60,11 +65,23 @@ def run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir, progress=not (args.quiet or args.json), on_result=announce,
     )
     rows = quick.quickstart_rows(results)
+    with contextlib.ExitStack() as stack:
+        where = args.out or stack.enter_context(tempfile.TemporaryDirectory())
+        if not args.json:
+            print(f"privacy-utility frontier at the record unit ({args.frontier_budget} "
+                  "budget): dp-linear, DP-SGD and LDPT against the public floor", flush=True)
+        frontier = quick.quickstart_frontier(
+            dataset=args.dataset, horizon=args.horizon, out_dir=where,
+            budget=args.frontier_budget, data_dir=args.data_dir,
+            progress=not (args.quiet or args.json))
+        frontier_md = Path(frontier.files["markdown"]).read_text()
     if args.json:
         emit_json({"rows": rows, "audit": quick.audit_row(audit), "epochs": args.epochs,
                    "max_train_windows": args.max_train_windows,
-                   "eval_passes": args.eval_passes})
-        return 0
+                   "eval_passes": args.eval_passes,
+                   "frontier": frontier.as_dict() if args.out else
+                   {k: v for k, v in frontier.as_dict().items() if k != "files"}})
+        return 0 if audit.passed and not frontier.failures else 1
     print()
     print(format_table(
         ["run", "MSE", "MAE", "dMSE %", "eps per pass", "eps composed (adv.)",
@@ -88,4 +105,8 @@ def run(args: argparse.Namespace) -> int:
           "both accountings hold for the released quantum features only: RevIN's statistics "
           "and the forecast targets reach the trained model without the channel "
           "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
-    return 0 if audit.passed else 1
+    print()
+    print(frontier_md, end="")
+    if args.out:
+        print(f"frontier written to {Path(frontier.files['markdown']).parent}")
+    return 0 if audit.passed and not frontier.failures else 1

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.audits.channel import ChannelAudit, audit_channel
+from qpriv.experiments.frontier import FrontierReport, run_frontier
 from qpriv.forecasting.run import run_forecast
 from qpriv.runs.layout import CHECKPOINT_FILE
 
@@ -79,6 +80,26 @@ def run_quickstart(
     eps_values = [r.eps for r in runs if r.eps is not None]
     audit = audit_channel(min(eps_values) if eps_values else 0.1)
     return results, audit
+
+
+QUICK_FRONTIER_EPS = (0.1, 1.0)
+"""The budgets of the quickstart's frontier."""
+
+
+def quickstart_frontier(*, dataset: str = "ETTh1", horizon: int = 24,
+                        out_dir: str | Path, budget: str = "quick",
+                        data_dir: str | Path | None = None,
+                        progress: bool = True) -> FrontierReport:
+    """The privacy-utility frontier at the record unit at a short budget
+    (:func:`qpriv.experiments.frontier.run_frontier`): ``dp-linear`` (record-level
+    (eps, delta)-DP), DP-SGD (a window-unit guarantee: drawn as not covering the record) and
+    LDPT at the paper's per-pass notion (covering neither the targets nor the weights), against
+    the public floor and the non-private ``ridge`` and ``classical``, at
+    :data:`QUICK_FRONTIER_EPS`. Written under ``out_dir/frontier``."""
+    return run_frontier(dataset=dataset, horizon=horizon, unit="record",
+                        eps=QUICK_FRONTIER_EPS, budget=budget,
+                        out_dir=Path(out_dir) / "frontier", data_dir=data_dir,
+                        progress=progress, threads=1)
 
 
 def quickstart_rows(results: Sequence[dict]) -> list[dict]:

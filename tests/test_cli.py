@@ -43,7 +43,8 @@ def test_methods_lists_every_method_with_its_claim(capsys):
 
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
-    assert {line.split()[0] for line in out.splitlines()[2:]} == set(METHODS)
+    rows = [line for line in out.splitlines()[2:] if not line.startswith(" ")]  # not wrapped
+    assert [line.split()[0] for line in rows] == list(METHODS)
     assert "global (eps, delta)-DP" in out and "local eps-QDP per pass" in out
 
 
@@ -265,3 +266,19 @@ def test_help_shows_the_library_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--horizon HORIZON forecast length H (default: 24)" in text
     assert "(default: 0.1); methods without noise take none" in text
+
+
+def test_version_prints_the_installed_version(capsys):
+    import importlib.metadata
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"qpriv {importlib.metadata.version('qpriv')}"
+
+
+def test_tables_fit_100_columns_with_text_left_and_numbers_right(capsys):
+    assert main(["methods"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].startswith("method ") and lines[2].startswith("classical ")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 
@@ -21,19 +22,51 @@ def format_cell(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+def _is_number(text: str) -> bool:
+    """Whether a rendered cell is a number (or the em dash of a missing one)."""
+    if text == "—":
+        return True
+    try:
+        float(text.replace(",", "").lstrip("+"))
+    except ValueError:
+        return False
+    return True
+
+
 def format_table(
-    headers: Sequence[str], rows: Sequence[Sequence[object]], *, markdown: bool = False
+    headers: Sequence[str], rows: Sequence[Sequence[object]], *, markdown: bool = False,
+    max_width: int | None = None,
 ) -> str:
-    """Align ``rows`` under ``headers``; ``markdown=True`` gives a GitHub-flavoured table."""
+    """Align ``rows`` under ``headers``: numbers to the right, text to the left;
+    ``markdown=True`` gives a GitHub-flavoured table. ``max_width`` (plain tables only) wraps
+    the widest text column so that every line fits, where the other columns leave it room."""
     cells = [[format_cell(v) for v in row] for row in rows]
+    numeric = [all(_is_number(r[i]) for r in cells) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    total = sum(widths) + 2 * (len(widths) - 1)
+    if not markdown and max_width is not None and total > max_width:
+        text_columns = [i for i in range(len(headers)) if not numeric[i]]
+        if text_columns:
+            wide = max(text_columns, key=lambda i: widths[i])
+            room = max(widths[wide] - (total - max_width), len(headers[wide]), 12)
+            widths[wide] = room
+            cells = [[*r[:wide], textwrap.fill(r[wide], width=room), *r[wide + 1:]]
+                     for r in cells]
 
     def line(values: Sequence[str]) -> str:
         if markdown:
             return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)) + " |"
-        return "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
+        return "  ".join(v.rjust(w) if right else v.ljust(w)
+                         for v, w, right in zip(values, widths, numeric, strict=True)).rstrip()
+
+    def lines(values: Sequence[str]) -> list[str]:
+        """One row, over as many lines as its tallest (wrapped) cell."""
+        parts = [v.split("\n") for v in values]
+        height = max(len(p) for p in parts)
+        return [line([p[k] if k < len(p) else "" for p in parts]) for k in range(height)]
 
     rule = "|" + "|".join("-" * (w + 2) for w in widths) + "|" if markdown else "  ".join(
         "-" * w for w in widths
     )
-    return "\n".join([line(headers), rule, *(line(r) for r in cells)])
+    body = [text for r in cells for text in lines(r)]
+    return "\n".join([line(list(headers)), rule, *body])

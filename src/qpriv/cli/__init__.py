@@ -15,6 +15,7 @@ they share is in :mod:`~qpriv.cli.common`.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``qpriv`` argument parser: every command module adds its own."""
     parser = Parser(prog="qpriv", description=" ".join(" ".join(__doc__.split("\n\n")[:2])
                                                      .split()))
+    parser.add_argument("--version", action="version",
+                        version=f"qpriv {importlib.metadata.version('qpriv')}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for command in COMMANDS:
         command.add_parser(sub)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 
 from qpriv.audits import lower_bound as empirical
-from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int
+from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int, print_table
 from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting
-from qpriv.tables import format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -87,12 +86,12 @@ def run(args: argparse.Namespace) -> int:
           f"({'paper calibration of eps_s' if report.eps_s_given else 'paper chain: eps_s'} = "
           f"{report.eps_s:.4g}); D = {args.dim}, N_s = {args.shots}, s = {args.stride}, "
           f"L = {args.seq_len}, d = {args.d:g}")
-    print(format_table(
+    print_table(
         ["unit", "shots composed", "paper eps (accounting=paper)",
          f"rigorous eps at delta {args.delta:g}", "RDP check", "seconds"],
         [[r.unit, f"{r.count:,}", per_pass if r.unit in ("token", "window") else composed,
           r.eps, r.eps_rdp, f"{r.seconds:.1f}"] for r in report.rows],
-    ))
+    )
     for r in report.rows:
         print(f"  {r.unit}: {r.description}; " + " x ".join(f"{n:,} {what}"
                                                             for what, n in r.factors))

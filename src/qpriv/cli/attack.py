@@ -13,9 +13,9 @@ from qpriv.cli.common import (
     emit_json,
     existing_path,
     positive_int,
+    print_table,
 )
 from qpriv.privacy.claims import PrivacyClaim
-from qpriv.tables import format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +65,7 @@ def run_mia(args: argparse.Namespace) -> int:
     rows += [[f"TPR at {t['target_fpr']:g} FPR", t["tpr"],
               f"at FPR {t['achieved_fpr']:.4g}" + ("" if t["resolved"] else ", below resolution")]
              for t in attack["tpr_at_fpr"]]
-    print(format_table(["metric", "value", "note"], rows))
+    print_table(["metric", "value", "note"], rows)
     for note in report["notes"]:
         print(f"note: {note}")
     return 0

@@ -16,6 +16,7 @@ from qpriv.cli.common import (
     emit_json,
     existing_path,
     positive_int,
+    print_table,
 )
 from qpriv.tables import format_table
 
@@ -114,11 +115,11 @@ def run_run(args: argparse.Namespace) -> int:
                    "accounting": "paper", "kind": "local eps-QDP per pass"})
         return 1 if failed else 0
     print(f"Section 7.9 audits of {args.run_dir} (local eps-QDP per pass, accounting=paper)")
-    print(format_table(
+    print_table(
         ["#", "audit", "status", "measured", "threshold"],
         [[a.number, a.name, a.status.upper() if a.passed is not None else a.status,
           a.measured, a.threshold] for a in audits],
-    ))
+    )
     for a in audits:
         print(f"{a.number}. {a.detail}")
     return 1 if failed else 0

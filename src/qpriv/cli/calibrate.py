@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int
+from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int, print_table
 from qpriv.privacy.calibration import FIDELITY_NOTE, calibrate
 from qpriv.privacy.composition import advanced_composition, basic_composition
-from qpriv.tables import format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -61,17 +60,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("Table 7: calibration chain (local eps-QDP per pass, accounting=paper; "
           f"d = {args.d:g}, D = {args.dim}, d_model = {args.d_model})")
-    print(format_table(
+    print_table(
         ["eps_s", "eps_ch", "eps_me", "p", "gamma", "sigma", "fidelity", "fidelity (paper)"],
         [[r["eps_s"], r["eps_ch"], r["eps_me"], r["p"], r["gamma"], r["sigma"], r["fidelity"],
           r["fidelity_paper"]] for r in rows],
-    ))
+    )
     print(f"\nTable 1: composition over T = {args.epochs} epochs "
           f"(composed, accounting=paper; delta' = {args.delta_prime:g})")
-    print(format_table(
+    print_table(
         ["eps_s", "basic T*eps_s", "advanced (eq. 17)"],
         [[r["eps_s"], r["eps_basic"], r["eps_advanced"]] for r in rows],
-    ))
+    )
     for note in notes:
         print(f"note: {note}")
     print("These are the paper's formulas for one use of the channel per token. The features "

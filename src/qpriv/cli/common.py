@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from qpriv.errors import QprivError
+from qpriv.tables import format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
 KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid"}
@@ -126,3 +127,12 @@ def after_interrupt(args: argparse.Namespace | None) -> str:
         return ("; run it again with the same --out to continue" if out else
                 "; nothing was kept (give --out to keep finished runs)")
     return ""
+
+
+TABLE_WIDTH = 100
+"""The widest line a command's table prints: its widest text column wraps to fit."""
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """Print a plain table (numbers right, text left) that fits :data:`TABLE_WIDTH`."""
+    print(format_table(headers, rows, max_width=TABLE_WIDTH))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from qpriv.cli.common import add_command
+from qpriv.cli.common import add_command, print_table
 from qpriv.forecasting.methods import METHODS
-from qpriv.tables import format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,5 +19,5 @@ def run(args: argparse.Namespace) -> int:
     """Print the registry: name, claimed privacy, whether it takes --eps, summary."""
     rows = [[name, entry.privacy, "yes" if entry.needs_eps else "no", entry.summary]
             for name, entry in METHODS.items()]
-    print(format_table(["method", "privacy it claims", "takes --eps", "what it is"], rows))
+    print_table(["method", "privacy it claims", "takes --eps", "what it is"], rows)
     return 0

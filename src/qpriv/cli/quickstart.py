@@ -16,9 +16,9 @@ from qpriv.cli.common import (
     number,
     out_path,
     positive_int,
+    print_table,
 )
 from qpriv.experiments import quickstart as quick
-from qpriv.tables import format_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                    {k: v for k, v in frontier.as_dict().items() if k != "files"}})
         return 0 if audit.passed and not frontier.failures else 1
     print()
-    print(format_table(
+    print_table(
         ["run", "MSE", "MAE", "dMSE %", "eps per pass", "eps composed (adv.)",
          "eps token (rig.)", "eps record (rig.)", "p", "sigma"],
         [[r["label"], r["mse"], r["mae"],
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
           number(r["eps_per_pass"]), number(r["eps_advanced"]),
           number(r["eps_token_rigorous"]), number(r["eps_record_rigorous"]), r["p"], r["sigma"]]
          for r in rows],
-    ))
+    )
     print(f"eps per pass: local eps-QDP per pass (d = 0.1, full trace norm), accounting=paper; "
           f"composed: advanced composition over {args.epochs} epochs, delta' = 1e-6, "
           f"accounting=paper. Rigorous: (eps, delta = 1e-5) of one token state's N_s-shot "

@@ -241,7 +241,8 @@ def _classical(base: ModelConfig, eps: float | None) -> MethodSetup:
 
 
 @register("ldpt", privacy=Kind.LOCAL_QDP, needs_eps=True,
-          summary="section 3: calibrated channel, N_s shots, three-point injection")
+          summary="the LDPT paper's pipeline: calibrated channel, N_s shots, three-point "
+                  "injection")
 def _ldpt(base: ModelConfig, eps: float | None) -> MethodSetup:
     # needs_eps: setup_method has checked that eps is a number > 0
     cal = calibrate(eps, dim=base.dim, d_model=base.d_model)

@@ -251,3 +251,15 @@ def test_a_classical_run_claims_nothing_to_audit(tmp_path, ldpt_run_dir):
 def test_bad_audit_settings_are_refused(ldpt_run_dir, kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
         run_audits(ldpt_run_dir, **kwargs)
+
+
+@pytest.mark.parametrize("eps", [1.0, 5.0])
+def test_a_run_at_eps_1_or_more_is_audited_with_theorem_3_not_applicable(tiny_ldpt_run, eps):
+    """At eps_s >= 1 the paper's hybrid composition has no meaning (eps_me >= 1, or undefined):
+    audit 3 says so and audits eqs. 16 and 17; every other audit still runs."""
+    results = run_audits(tiny_ldpt_run(eps), windows=16, pairs=50, discover=False)
+    composition = results[2]
+    assert composition.status == "pass"
+    assert "Theorem 3's hybrid composition) not applicable" in composition.detail
+    assert "eq. 5 hybrid" not in composition.values["deviations"]
+    assert [r.number for r in results] == [1, 2, 3, 4, 5, 6]

@@ -314,12 +314,17 @@ def audit_composition(run: LoadedRun) -> AuditResult:
                                                     delta_prime=advanced["delta_prime"])),
     }
     notes = []
-    if cal.eps_me is not None:
+    if cal.eps_me is None:
+        notes.append(f"eq. 5 (Theorem 3's hybrid composition) not applicable: eps_me is "
+                     f"undefined at eps_ch = {cal.eps_ch:g} >= 1 (the composition "
+                     "1-(1-a)(1-b) has no meaning there)")
+    elif cal.eps_me >= 1.0:
+        notes.append(f"eq. 5 (Theorem 3's hybrid composition) not applicable: eps_s = {eps:g} "
+                     f">= 1 puts eps_me at {cal.eps_me:g} (the composition 1-(1-a)(1-b) is "
+                     "only meaningful below 1); eqs. 16 and 17 are audited")
+    else:
         deviations["eq. 5 hybrid"] = _relative_deviation(
             hybrid_composition(cal.eps_ch, cal.eps_me), eps)
-    else:
-        notes.append(f"eq. 5 not checked: eps_me is undefined at eps_ch = {cal.eps_ch:g} >= 1 "
-                     "(the hybrid composition has no meaning there)")
     labels_ok = all(entry.get("kind") == "composed" and entry.get("accounting") == "paper"
                     for entry in (basic, advanced))
     if not labels_ok:
@@ -330,7 +335,7 @@ def audit_composition(run: LoadedRun) -> AuditResult:
     detail = (f"eps_basic = {basic['value']:.6g}, eps_advanced = {advanced['value']:.6g} "
               f"(composed over {basic['epochs']} epochs, delta' = {advanced['delta_prime']:g}, "
               f"accounting=paper); largest deviation: {worst_name}")
-    if cal.eps_me is not None:
+    if "eq. 5 hybrid" in deviations:
         detail += (f"; eq. 5: 1 - (1 - {cal.eps_ch:.4g})(1 - {cal.eps_me:.4g}) = "
                    f"{hybrid_composition(cal.eps_ch, cal.eps_me):.4g}")
     detail = "; ".join([detail, *notes])

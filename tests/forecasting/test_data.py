@@ -671,3 +671,18 @@ def test_values_too_large_to_scale_are_named_not_called_constant(tmp_path: Path)
     path = _write_text(tmp_path / "big.csv", text)
     with pytest.raises(InvalidInputError, match=r"channel 'b' .* has values too large to z-score"):
         load_forecasting_data(csv=path, seq_len=4, horizon=2)
+
+
+def test_a_csv_cut_inside_its_last_value_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "cut.csv"
+    path.write_text("date,a\n2020-01-01 00:00,1.25\n2020-01-01 01:00,1.5\n2020-01-01 02:00,1.7")
+    with pytest.raises(InvalidInputError, match=r"does not end with a line break: its last row "
+                                                r"may have been cut"):
+        load_frame(path)
+    path.write_text(path.read_text() + "5\n")  # the same file, whole
+    assert load_frame(path)["a"].tolist() == [1.25, 1.5, 1.75]
+
+
+def test_a_directory_given_as_the_csv_is_named(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="is a directory; give the CSV file itself"):
+        load_frame(tmp_path)

@@ -30,8 +30,10 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
             than two rows.
     """
     path = Path(path).expanduser()
+    if path.is_dir():
+        raise InvalidInputError(f"CSV file {path} is a directory; give the CSV file itself")
     if not path.is_file():
-        raise InvalidInputError(f"CSV file {path} does not exist (or is not a file)")
+        raise InvalidInputError(f"CSV file {path} does not exist")
     try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
         raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
                           skipinitialspace=True)
@@ -45,6 +47,11 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
         raise InvalidInputError(
             f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
             "fields as the header") from exc
+    if _cut_short(path):
+        raise InvalidInputError(
+            f"{path} does not end with a line break: its last row may have been cut inside a "
+            "value (a copy or download stopped early); if the file is complete, end it with a "
+            "newline")
     header = raw.iloc[0].astype(str).str.strip().tolist()
     sep = next((sep for sep in (";", "\t", "|") if sep in header[0]), None)
     if len(header) == 1 and sep is not None:
@@ -176,3 +183,14 @@ def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
             "sort the file by date and keep one row per timestamp"
         )
     return index
+
+
+def _cut_short(path: Path) -> bool:
+    """Whether the non-empty file ``path`` lacks its final line break: a file cut inside its
+    last value parses as a shorter, wrong number, so such a file is refused, not read."""
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return False
+        handle.seek(-1, 2)
+        return handle.read(1) not in (b"\n", b"\r")

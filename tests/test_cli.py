@@ -156,6 +156,12 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert frontier[("dpsgd", 1.0)]["role"] == "other unit"
     assert ("public", None) in frontier
     assert (tmp_path / "frontier").is_dir()
+    # a finished run keeps its best weights, not its last checkpoint, and a second quickstart
+    # reads every run back
+    assert sorted(p.name for p in (tmp_path / "classical").iterdir()) == [
+        "best.pt", "config.json", "result.json"]
+    assert main(argv) == 0
+    assert _last_json(capsys)["rows"] == payload["rows"]
     # a second call reuses the finished runs (resume) and gives the same numbers
     assert main(argv) == 0
     again = _last_json(capsys)

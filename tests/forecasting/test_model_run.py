@@ -50,8 +50,7 @@ def test_resume_needs_an_out_dir():
 def test_ldpt_run_writes_a_labelled_result(tmp_path):
     out = tmp_path / "run"
     result = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
-    assert {p.name for p in out.iterdir()} == {"config.json", "checkpoint.pt", "best.pt",
-                                               "result.json"}
+    assert {p.name for p in out.iterdir()} == {"config.json", "best.pt", "result.json"}
     assert json.loads((out / "result.json").read_text()) == json.loads(json.dumps(result))
     for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "p",
                 "gamma", "sigma", "calibration"):
@@ -156,7 +155,9 @@ def test_a_csv_run_is_bound_to_the_bytes_it_trained_on(tmp_path):
 @needs_ett
 def test_a_checkpoint_without_its_config_is_not_resumed(tmp_path):
     out = tmp_path / "run"
-    run_forecast(method="classical", eps=None, horizon=4, epochs=1, out_dir=out, **SMALL)
+    run_forecast(method="classical", eps=None, horizon=4, epochs=1, out_dir=out,
+                 keep_checkpoints=True, **SMALL)
+    assert (out / "checkpoint.pt").is_file()  # kept on request
     bare = tmp_path / "bare"
     bare.mkdir()
     shutil.copy(out / "checkpoint.pt", bare / "checkpoint.pt")

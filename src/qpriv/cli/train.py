@@ -79,6 +79,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="directory for config, checkpoints and result.json (default: none, "
                          "nothing is written)")
     tr.add_argument("--resume", action="store_true", help="continue the run in --out")
+    tr.add_argument("--keep-checkpoints", action="store_true",
+                    help="keep the last epoch's checkpoint of a finished run (by default only "
+                         "its best weights stay)")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(tr)
     tr.set_defaults(handler=run)
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
         unit=args.unit, clip_range=args.clip_range, scaler=args.scaler,
+        keep_checkpoints=args.keep_checkpoints,
     )
     if args.json:
         emit_json(result)

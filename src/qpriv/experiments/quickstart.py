@@ -16,7 +16,7 @@ from typing import Any
 from qpriv.audits.channel import ChannelAudit, audit_channel
 from qpriv.experiments.frontier import FrontierReport, run_frontier
 from qpriv.forecasting.run import run_forecast
-from qpriv.runs.layout import CHECKPOINT_FILE
+from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 
 #: The quickstart budget: chosen so that the three runs finish in under 10 minutes on 2 cores.
 QUICK_EPOCHS = 3
@@ -67,7 +67,8 @@ def run_quickstart(
         resume = False
         if out_dir is not None:
             run_dir = Path(out_dir) / run.label.replace(" ", "_").replace("=", "")
-            resume = (run_dir / CHECKPOINT_FILE).exists()  # finished ones are read back
+            # a killed run continues from its checkpoint; a finished one is read back
+            resume = any((run_dir / name).exists() for name in (CHECKPOINT_FILE, RESULT_FILE))
         result = run_forecast(
             dataset=dataset, horizon=horizon, method=run.method, eps=run.eps, epochs=epochs,
             seed=seed, max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,

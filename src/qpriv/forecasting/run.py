@@ -111,6 +111,7 @@ def run_forecast(
     unit: str | None = None,
     clip_range: float | None = None,
     scaler: str | None = None,
+    keep_checkpoints: bool = False,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
@@ -142,6 +143,8 @@ def run_forecast(
         batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
+        keep_checkpoints: keep the last epoch's ``checkpoint.pt`` of a finished run (by
+            default only the best weights, ``best.pt``, stay beside the result).
         resume: continue the run in ``out_dir`` from its checkpoint (same settings required);
             a finished run's ``result.json`` is returned as it is.
         progress: a tqdm bar per epoch on stderr.
@@ -314,6 +317,8 @@ def run_forecast(
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
+        if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more
+            (out / CHECKPOINT_FILE).unlink(missing_ok=True)
     return result
 
 

@@ -22,6 +22,11 @@ def format_cell(value: object, digits: int = 4) -> str:
     return str(value)
 
 
+TABLE_WIDTH = 100
+"""The widest line a plain table the command line prints may take: its widest text column
+wraps to fit."""
+
+
 def _is_number(text: str) -> bool:
     """Whether a rendered cell is a number (or the em dash of a missing one)."""
     if text == "—":

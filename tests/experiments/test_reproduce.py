@@ -212,3 +212,12 @@ def test_derived_columns_on_hand_made_rows():
     separation = {r["method"]: r["separation_pct"] for r in add_eps_separation(ablation)}
     assert separation == pytest.approx({"ldpt": 100.0, "ldpt-no-channel": 40.0,
                                         "ldpt-k1": None})
+
+
+def test_the_list_fits_100_columns_and_says_which_grids_train(capsys):
+    runner.print_list()
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    rows = {line.split()[0]: line for line in lines[2:] if not line.startswith(" ")}
+    assert "classifier runs" in rows["qml-figure2"] and "12 h" in rows["qml-figure2"]
+    assert "no training" in rows["table1"]

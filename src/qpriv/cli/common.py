@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from qpriv.errors import QprivError
-from qpriv.tables import format_table
+from qpriv.tables import TABLE_WIDTH, format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
 KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid"}
@@ -127,10 +127,6 @@ def after_interrupt(args: argparse.Namespace | None) -> str:
         return ("; run it again with the same --out to continue" if out else
                 "; nothing was kept (give --out to keep finished runs)")
     return ""
-
-
-TABLE_WIDTH = 100
-"""The widest line a command's table prints: its widest text column wraps to fit."""
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

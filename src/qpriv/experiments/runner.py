@@ -40,7 +40,7 @@ from qpriv.runs.files import (
     read_json_object,
 )
 from qpriv.runs.layout import CHECKPOINT_FILE, MIA_FILE, RESULT_FILE
-from qpriv.tables import format_table
+from qpriv.tables import TABLE_WIDTH, format_table
 
 KEYS = ("dataset", "horizon", "method", "eps")
 QUICK_SECONDS_PER_CELL = 20
@@ -405,9 +405,10 @@ def experiment_list() -> list[dict]:
 
 def print_list(stream: Any = None) -> None:
     """``qpriv reproduce --list``: every experiment, its cells and its cost."""
-    rows = [[e["id"], e["title"], e["cells"] or "computed",
+    rows = [[e["id"], e["title"],
+             e["cells"] or ("classifier runs" if e["full_hours"] else "no training"),
              f"{e['full_hours']:g} h" if e["full_hours"] else "< 1 min",
              f"~{e['quick_minutes']:.0f} min" if e["quick_minutes"] >= 1 else "< 1 min"]
             for e in experiment_list()]
-    print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows),
-          file=stream or sys.stdout)
+    print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows,
+                       max_width=TABLE_WIDTH), file=stream or sys.stdout)

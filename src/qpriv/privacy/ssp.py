@@ -116,6 +116,19 @@ def max_norm_on_box(matrix: np.ndarray, *, bound: float) -> float:
     return _positive("bound", bound) * math.sqrt(gram_spread(matrix))
 
 
+def _window_maps(feature_map: np.ndarray, target_map: np.ndarray, *,
+                 bound: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """The two maps of a window as float arrays, checked to act on one window length, and the
+    value range R > 0."""
+    m = np.asarray(feature_map, dtype=np.float64)
+    q = np.asarray(target_map, dtype=np.float64)
+    if m.ndim != 2 or q.ndim != 2 or m.shape[1] != q.shape[1]:
+        raise InvalidInputError(
+            f"feature_map (d, n) and target_map (k, n) must act on the same window length n; "
+            f"got shapes {m.shape} and {q.shape}")
+    return m, q, _positive("bound", bound, hint="the value clipping range R must be > 0")
+
+
 def record_sensitivities(feature_map: np.ndarray, target_map: np.ndarray, *,
                          bound: float) -> tuple[float, float]:
     """Frobenius sensitivities (Delta_A, Delta_B) at the record unit, for linear rows.
@@ -145,13 +158,7 @@ def record_sensitivities(feature_map: np.ndarray, target_map: np.ndarray, *,
     the box's corners aligned with them, e.g. non-negative pooling maps and a constant series
     at R with one value moved from -R to R.
     """
-    m = np.asarray(feature_map, dtype=np.float64)
-    q = np.asarray(target_map, dtype=np.float64)
-    if m.ndim != 2 or q.ndim != 2 or m.shape[1] != q.shape[1]:
-        raise InvalidInputError(
-            f"feature_map (d, n) and target_map (k, n) must act on the same window length n; "
-            f"got shapes {m.shape} and {q.shape}")
-    r = _positive("bound", bound, hint="the value clipping range R must be > 0")
+    m, q, r = _window_maps(feature_map, target_map, bound=bound)
     s_m, s_q = gram_spread(m), gram_spread(q)
     return 4 * r * r * s_m, 4 * r * r * math.sqrt(s_m * s_q)
 
@@ -181,13 +188,7 @@ def record_sensitivities_projected(feature_map: np.ndarray, target_map: np.ndarr
     many windows hold a record; and the row clips c_x, c_y can sit near the rows' typical norms
     instead of the box's worst case R sqrt(S(M)) of :func:`record_sensitivities`.
     """
-    m = np.asarray(feature_map, dtype=np.float64)
-    q = np.asarray(target_map, dtype=np.float64)
-    if m.ndim != 2 or q.ndim != 2 or m.shape[1] != q.shape[1]:
-        raise InvalidInputError(
-            f"feature_map (d, n) and target_map (k, n) must act on the same window length n; "
-            f"got shapes {m.shape} and {q.shape}")
-    r = _positive("bound", bound, hint="the value clipping range R must be > 0")
+    m, q, r = _window_maps(feature_map, target_map, bound=bound)
     c_x = _positive("feature_clip", feature_clip)
     c_y = _positive("target_clip", target_clip)
     t_m = float(np.linalg.norm(m, axis=0).sum())

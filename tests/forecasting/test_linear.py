@@ -61,16 +61,23 @@ def record_ratios(values: np.ndarray, t: int, new: float) -> tuple[float, float]
     return np.linalg.norm(a1 - a0) / d_a, np.linalg.norm(b1 - b0) / d_b
 
 
+def _random_neighbour(rng: np.random.Generator) -> tuple[np.ndarray, int, float]:
+    """A 60-step series and one record (time t, new value) to replace: half the draws a
+    corner series (+-R) with a value moved from -R to R, half a uniform series and value."""
+    if rng.random() < 0.5:
+        values, t = rng.choice([-R, R], size=(60, 1)), int(rng.integers(20, 40))
+        values[t, 0], new = -R, R
+    else:
+        values, t = rng.uniform(-R, R, size=(60, 1)), int(rng.integers(60))
+        new = rng.uniform(-R, R)
+    return values, t, new
+
+
 def test_record_sensitivity_bounds_the_forecasters_statistics():
     rng = np.random.default_rng(0)
     worst = 0.0
     for _ in range(200):
-        if rng.random() < 0.5:
-            values, t = rng.choice([-R, R], size=(60, 1)), int(rng.integers(20, 40))
-            values[t, 0], new = -R, R
-        else:
-            values, t = rng.uniform(-R, R, size=(60, 1)), int(rng.integers(60))
-            new = rng.uniform(-R, R)
+        values, t, new = _random_neighbour(rng)
         worst = max(worst, *record_ratios(values, t, new))
     assert worst <= 1.0 + 1e-9
     # Corner series (+-R) with a value in every window moved from -R to R: the bound is
@@ -184,12 +191,7 @@ def test_projected_record_sensitivity_bounds_the_forecasters_statistics():
     worst = 0.0
     for _ in range(200):
         c = float(rng.choice([0.3, 1.0, 3.0]))
-        if rng.random() < 0.5:
-            values, t = rng.choice([-R, R], size=(60, 1)), int(rng.integers(20, 40))
-            values[t, 0], new = -R, R
-        else:
-            values, t = rng.uniform(-R, R, size=(60, 1)), int(rng.integers(60))
-            new = rng.uniform(-R, R)
+        values, t, new = _random_neighbour(rng)
         worst = max(worst, *projected_ratios(values, t, new, c))
     assert worst <= 1.0 + 1e-9
     assert worst >= 0.1

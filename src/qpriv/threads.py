@@ -10,6 +10,18 @@ import torch
 from qpriv.errors import InvalidInputError
 
 
+def check_threads(threads: int | None) -> int | None:
+    """``threads`` if it is None or an integer >= 1.
+
+    Raises:
+        InvalidInputError: anything else.
+    """
+    if threads is not None and (isinstance(threads, bool) or int(threads) != threads
+                                or threads < 1):
+        raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
+    return threads
+
+
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[int]:
     """Run torch on ``threads`` CPU threads inside the block (None: leave the caller's
@@ -21,9 +33,7 @@ def torch_threads(threads: int | None) -> Iterator[int]:
     Raises:
         InvalidInputError: ``threads`` is not an integer >= 1.
     """
-    if threads is not None and (isinstance(threads, bool) or int(threads) != threads
-                                or threads < 1):
-        raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
+    check_threads(threads)
     saved = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(int(threads))

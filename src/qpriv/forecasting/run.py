@@ -60,7 +60,7 @@ from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
-from qpriv.threads import torch_threads
+from qpriv.threads import check_threads, torch_threads
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer
@@ -236,9 +236,7 @@ def run_forecast(
                              hint="delta is a probability, typically 1e-5")
     if accounting == "rigorous":
         setup = rigorous_setup(setup, eps_total=eps, delta=delta, epochs=epochs)
-    if threads is not None and (isinstance(threads, bool) or int(threads) != threads
-                                or threads < 1):
-        raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
+    check_threads(threads)  # before anything is written
     if setup.eps_per_pass is not None:
         advanced_composition(setup.eps_per_pass, epochs=epochs, delta_prime=delta_prime)
     out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE),

@@ -25,6 +25,7 @@ from qpriv.experiments.frontier import (
     UNITS,
     run_frontier,
 )
+from qpriv.experiments.report import write_report_html
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -73,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
         methods=args.methods, seeds=args.seeds, backbone_seeds=args.backbone_seeds,
         budget=budget, out_dir=args.out, data_dir=args.data_dir, progress=not quiet,
         threads=args.threads)
+    page = write_report_html(Path(report.files["csv"]).parent, data_dir=args.data_dir)
+    report.files["report"] = str(page)
     if args.json:
         emit_json(report.as_dict())
     else:
         print(Path(report.files["markdown"]).read_text(), end="")
         print(f"written to {Path(report.files['markdown']).parent} "
               f"({report.seconds:.0f} s, {len(report.failures)} failed cells)", file=sys.stdout)
+        print(f"report: {page}")
     return 1 if report.failures else 0

@@ -19,6 +19,7 @@ from qpriv.cli.common import (
     print_table,
 )
 from qpriv.experiments import quickstart as quick
+from qpriv.experiments.report import write_report_html
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,10 +76,12 @@ def run(args: argparse.Namespace) -> int:
             budget=args.frontier_budget, data_dir=args.data_dir,
             progress=not (args.quiet or args.json))
         frontier_md = Path(frontier.files["markdown"]).read_text()
+    report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)
     if args.json:
         emit_json({"rows": rows, "audit": quick.audit_row(audit), "epochs": args.epochs,
                    "max_train_windows": args.max_train_windows,
                    "eval_passes": args.eval_passes,
+                   "report": None if report is None else str(report),
                    "frontier": frontier.as_dict() if args.out else
                    {k: v for k, v in frontier.as_dict().items() if k != "files"}})
         return 0 if audit.passed and not frontier.failures else 1
@@ -109,4 +112,5 @@ def run(args: argparse.Namespace) -> int:
     print(frontier_md, end="")
     if args.out:
         print(f"frontier written to {Path(frontier.files['markdown']).parent}")
+        print(f"report: {report}")
     return 0 if audit.passed and not frontier.failures else 1

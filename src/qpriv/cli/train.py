@@ -13,6 +13,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
 )
+from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.methods import DEFAULT_EPS
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
@@ -100,12 +101,14 @@ def run(args: argparse.Namespace) -> int:
         unit=args.unit, clip_range=args.clip_range, scaler=args.scaler,
         keep_checkpoints=args.keep_checkpoints,
     )
+    report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)
     if args.json:
-        emit_json(result)
+        emit_json(result if report is None else {**result, "report": str(report)})
         return 0
     _print_result(ForecastResult.from_json(result))
     if args.out:
         print(f"  written to {args.out}")
+        print(f"report: {report}")
     return 0
 
 

@@ -41,6 +41,12 @@ QUICKSTART_RUNS = (
 )
 
 
+def run_dir_name(run: QuickstartRun) -> str:
+    """The folder of ``run`` under the quickstart's ``--out`` (``LDPT eps=0.1`` ->
+    ``LDPT_eps0.1``)."""
+    return run.label.replace(" ", "_").replace("=", "")
+
+
 def run_quickstart(
     *,
     dataset: str = "ETTh1",
@@ -66,7 +72,7 @@ def run_quickstart(
         run_dir = None
         resume = False
         if out_dir is not None:
-            run_dir = Path(out_dir) / run.label.replace(" ", "_").replace("=", "")
+            run_dir = Path(out_dir) / run_dir_name(run)
             # a killed run continues from its checkpoint; a finished one is read back
             resume = any((run_dir / name).exists() for name in (CHECKPOINT_FILE, RESULT_FILE))
         result = run_forecast(

@@ -1,0 +1,38 @@
+"""``qpriv report DIR``: one self-contained ``report.html`` for what a command wrote
+(:mod:`qpriv.experiments.report`): a run, a quickstart, a frontier or a reproduction."""
+
+from __future__ import annotations
+
+import argparse
+
+from qpriv.cli.common import add_command, add_json_flag, emit_json, existing_path, positive_int
+from qpriv.experiments.report import FORECAST_WINDOWS, REPORT_FILE, detect, write_report_html
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``qpriv report`` to the subcommands ``sub``."""
+    rp = add_command(sub, "report", help="one self-contained report.html (settings, privacy "
+                                         "claims, curves, forecasts, tables, frontier) for a "
+                                         "run, quickstart, frontier or reproduce output")
+    rp.add_argument("dir", metavar="DIR",
+                    help="the folder a command wrote: train --out, train-classifier --out, "
+                         "quickstart --out, a frontier's (frontier.csv) or a reproduction's "
+                         f"(results.csv); {REPORT_FILE} is written into it")
+    rp.add_argument("--data-dir", type=existing_path,
+                    help="file or directory holding the runs' data, for the forecast plots "
+                         "(default: the path each run recorded, then $QPRIV_DATA_DIR)")
+    rp.add_argument("--windows", type=positive_int, default=FORECAST_WINDOWS,
+                    help="test windows drawn per channel in the forecast plots")
+    add_json_flag(rp)
+    rp.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the report and print its path."""
+    kind = detect(args.dir).kind
+    path = write_report_html(args.dir, data_dir=args.data_dir, windows=args.windows)
+    if args.json:
+        emit_json({"report": str(path), "kind": kind})
+    else:
+        print(f"report: {path}")
+    return 0

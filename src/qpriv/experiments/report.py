@@ -45,7 +45,7 @@ from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS
 from qpriv.experiments.runner import epsilon_legend
-from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.artifacts import LoadedRun, load_run
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
@@ -231,6 +231,12 @@ def table(caption: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -
         for row in rows))
 
 
+def key_values(caption: str, pairs: Sequence[tuple[str, Any]], *,
+               headers: tuple[str, str] = ("setting", "value")) -> Table:
+    """A two-column table of ``(name, value)`` pairs; pairs without a value are left out."""
+    return table(caption, headers, [[name, value] for name, value in pairs if value is not None])
+
+
 def png_figure(caption: str, png: bytes) -> Figure:
     """A figure from PNG bytes, embedded as a base64 data URI."""
     return Figure(caption=caption,
@@ -242,12 +248,15 @@ def _claim_value(entry: Any) -> Any:
     return entry.get("value") if isinstance(entry, Mapping) else entry
 
 
-def claims_blocks(named: Sequence[tuple[str, PrivacyClaim]]) -> list[Block]:
+def claims_blocks(named: Sequence[tuple[str, PrivacyClaim]], *,
+                  run_notes: Sequence[str] = ()) -> list[Block]:
     """Every claim as one row (eps, delta, kind, accounting, unit, covers, derivation, notes),
-    and the notes, numbered once below the table (the rows cite them by number)."""
-    if not named:
-        return [Text("This run claims no privacy: no noise calibrated to a guarantee.")]
+    and the notes, numbered once below the table (the rows cite them by number); the run's own
+    privacy notes that no claim carries (runs written before claims had notes) follow them."""
     notes: list[str] = []
+    if not named:
+        extra = [Bullets(tuple(run_notes))] if run_notes else []
+        return [Text("This run claims no privacy: no noise calibrated to a guarantee."), *extra]
     rows = []
     for name, claim in named:
         cited = []
@@ -261,8 +270,9 @@ def claims_blocks(named: Sequence[tuple[str, PrivacyClaim]]) -> list[Block]:
         rows.append([name, claim.value, claim.delta, claim.kind.value, claim.accounting.value,
                      claim.unit.value, claim.covers, details or "—", ", ".join(cited) or "—"])
     blocks: list[Block] = [table(
-        "Privacy claims", ["claim", "eps", "delta", "kind", "accounting", "unit", "covers",
+        "", ["claim", "eps", "delta", "kind", "accounting", "unit", "covers",
                            "derivation", "notes"], rows)]
+    notes += [note for note in dict.fromkeys(run_notes) if note not in notes]
     if notes:
         blocks.append(Bullets(tuple(notes), ordered=True))
     return blocks
@@ -346,8 +356,8 @@ def forecasts_png(*, lookback: np.ndarray, actual: np.ndarray, forecast: np.ndar
 # -- a forecasting run --------------------------------------------------------------------------
 
 
-def _source_name(source: Any) -> str:
-    return Path(str(source)).name if source else "—"
+def _source_name(source: Any) -> str | None:
+    return Path(str(source)).name if source else None
 
 
 def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | None,
@@ -361,7 +371,7 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
     settings = [
         ("method", result.method), ("dataset", result.dataset or request.get("dataset")),
         ("data file", _source_name(request.get("source"))),
-        ("channels", ", ".join(request.get("channels") or ()) or "—"),
+        ("channels", ", ".join(request.get("channels") or ()) or None),
         ("look-back L", raw.get("seq_len", request.get("seq_len"))),
         ("horizon H", result.horizon), ("seed", raw.get("seed", request.get("seed"))),
         ("epochs", result.epochs), ("batch", train.get("batch_size")),
@@ -373,8 +383,10 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
         ("privacy", result.privacy),
         *((f"noise: {name}", value) for name, value in result.noise_scales.items()),
     ]
-    section.blocks.append(table("Settings", ["setting", "value"], settings))
-    scores = [("test MSE (z-scored)", result.mse), ("test MAE (z-scored)", result.mae)]
+    section.blocks.append(key_values("Settings", settings))
+    none = "none: no epoch had a finite validation loss"
+    scores = [("test MSE (z-scored)", none if result.mse is None else result.mse),
+              ("test MAE (z-scored)", result.mae)]
     if raw.get("mse_mean") is not None:
         scores += [(f"test MSE, mean of {raw.get('passes')} passes", raw["mse_mean"]),
                    ("test MSE, sd over passes", raw.get("mse_std")),
@@ -385,12 +397,13 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                ("diverged at epoch", result.diverged_epoch)]
     if result.epochs is None:
         scores.append(("seconds (closed-form fit)", raw.get("seconds")))
-    section.blocks.append(table("Scores", ["score", "value"], scores))
+    section.blocks.append(key_values("Scores", scores, headers=("score", "value")))
     named = [(key, claim) for key, claim in result.claims.items()]
     named += [(f"rigorous {key}", PrivacyClaim.from_json(entry))
               for key, entry in result.rigorous.items()
               if key.startswith("eps_") and isinstance(entry, Mapping)]
-    section.children.append(Section("Privacy claims", blocks=claims_blocks(named)))
+    section.children.append(Section("Privacy claims", blocks=claims_blocks(
+        named, run_notes=[str(note) for note in result.privacy_notes])))
     curves = Section("Learning curves")
     if result.history:
         curves.blocks.append(png_figure(
@@ -430,32 +443,63 @@ def linear_forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
                  "the report cannot load yet.")]
 
 
-def backbone_forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
-                             windows: int) -> list[Block]:
-    """The trained model's forecasts of ``windows`` test windows (evenly spaced, first and
-    last included), drawn per channel with the look-back's tail and the actual values, in
-    z-scored units; the model's noise seeded as in the run's evaluation. A run whose data or
-    weights cannot be read gets a note instead."""
-    try:
-        run = load_run(run_dir, data_dir=data_dir)
-        test = run.data().test
-    except InvalidInputError as error:
-        return [Text(f"Forecasts not drawn: {error}")]
-    index = np.unique(np.linspace(0, len(test) - 1, min(windows, len(test))).round()
+@dataclass(frozen=True)
+class Forecasts:
+    """Test windows and the trained model's forecasts of them, in z-scored units."""
+
+    index: np.ndarray
+    """The windows' positions in the run's test split."""
+    lookback: np.ndarray
+    """``(windows, L, C)``."""
+    actual: np.ndarray
+    """``(windows, H, C)``."""
+    forecast: np.ndarray
+    """``(windows, H, C)``."""
+    file_rows: tuple[int, ...]
+    """The data row (0-based, in the file) of each window's first forecast step."""
+
+
+def forecast_windows(run: LoadedRun, *, count: int = FORECAST_WINDOWS) -> Forecasts:
+    """The model's forecasts of ``count`` test windows of ``run``, evenly spaced (first and
+    last included), in one batch with the model's noise seeded as in the run's evaluation
+    (so that with every test window the forecasts are those the run's test MSE was measured
+    on, where they fit in one evaluation batch).
+
+    Raises:
+        InvalidInputError: the run's data cannot be found, or is not the file it used.
+    """
+    test = run.data().test
+    index = np.unique(np.linspace(0, len(test) - 1, min(count, len(test))).round()
                       ).astype(np.int64)
     x, y = test.windows(index)
     seed = derive_seed(int(run.request.raw.get("seed", 0)), "evaluation")
     with torch.no_grad(), seeded_noise(run.model, seed):
         prediction = run.model(x)
-    rows = [test.row_offset + int(test.starts[i]) for i in index]
-    titles = [f"test window {i + 1} of {len(test)} (file rows {r + test.seq_len}-"
-              f"{r + test.seq_len + test.horizon - 1})" for i, r in zip(index, rows, strict=True)]
-    png = forecasts_png(lookback=x.numpy(), actual=y.numpy(), forecast=prediction.numpy(),
+    return Forecasts(index=index, lookback=x.numpy(), actual=y.numpy(),
+                     forecast=prediction.numpy(),
+                     file_rows=tuple(test.row_offset + int(test.starts[i]) + test.seq_len
+                                     for i in index))
+
+
+def backbone_forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
+                             windows: int) -> list[Block]:
+    """The plot of :func:`forecast_windows`: per channel, the look-back's tail, the actual
+    values and the forecast. A run whose data or weights cannot be read gets a note instead."""
+    try:
+        run = load_run(run_dir, data_dir=data_dir)
+        drawn = forecast_windows(run, count=windows)
+    except InvalidInputError as error:
+        return [Text(f"Forecasts not drawn: {error}")]
+    horizon = drawn.actual.shape[1]
+    total = run.result.windows.get("test", "?")
+    titles = [f"test window {i + 1} of {total} (data rows {row}-{row + horizon - 1})"
+              for i, row in zip(drawn.index, drawn.file_rows, strict=True)]
+    png = forecasts_png(lookback=drawn.lookback, actual=drawn.actual, forecast=drawn.forecast,
                         channels=run.request.channels, titles=titles)
     return [png_figure(
-        f"Forecasts of the best-validation model for {len(index)} test windows, per channel "
-        "(z-scored units): the look-back's tail (grey), the actual values (black) and the "
-        "forecast (red)", png)]
+        f"Forecasts of the best-validation model for {len(drawn.index)} test windows, per "
+        "channel (z-scored units): the look-back's tail (grey), the actual values (black) and "
+        "the forecast (red)", png)]
 
 
 # -- a classifier run ---------------------------------------------------------------------------
@@ -485,11 +529,12 @@ def classifier_run_section(run_dir: Path, *, title: str) -> Section:
               *((f"final {key.replace('_', ' ')}", value)
                 for key, value in (raw.get("final_diagnostics") or {}).items()
                 if key not in ("train_accuracy", "test_accuracy"))]
-    section = Section(title=title, blocks=[table("Settings", ["setting", "value"], settings),
-                                           table("Scores", ["score", "value"], scores)])
+    section = Section(title=title, blocks=[
+        key_values("Settings", settings), key_values("Scores", scores, headers=("score", "value"))])
     named = ([("eps", PrivacyClaim.from_json(raw["eps"]))]
              if isinstance(raw.get("eps"), Mapping) else [])
-    section.children.append(Section("Privacy claims", blocks=claims_blocks(named)))
+    section.children.append(Section("Privacy claims", blocks=claims_blocks(
+        named, run_notes=[str(note) for note in raw.get("privacy_notes") or ()])))
     history = raw.get("history") or []
     curves = Section("Learning curves")
     if history:

@@ -1,0 +1,347 @@
+"""``qpriv report DIR``: what a folder holds decides the page; the page's tables hold the result
+files' numbers (4 significant digits), every claim with its kind, accounting and unit, the
+images are embedded PNGs, and the forecasts drawn are the model's evaluated ones."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from qpriv.cli import main
+from qpriv.errors import InvalidInputError
+from qpriv.experiments import frontier
+from qpriv.experiments.report import (
+    CLASSIFIER,
+    FRONTIER,
+    QUICKSTART,
+    REPORT_FILE,
+    REPRODUCE,
+    RUN,
+    detect,
+    forecast_windows,
+    learning_curves_png,
+    number_text,
+    render_report,
+    write_report_html,
+)
+from qpriv.forecasting import datasets
+from qpriv.forecasting.artifacts import load_run
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+needs_ett = pytest.mark.skipif(
+    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
+)
+
+
+class Page(HTMLParser):
+    """The tables (rows of (text, right-aligned) cells), images and text of a page."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.tables: list[list[list[tuple[str, bool]]]] = []
+        self.images: list[str] = []
+        self.text: list[str] = []
+        self._cell: list[str] | None = None
+        self._numeric = False
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell, self._numeric = [], found.get("class") == "num"
+        elif tag == "img":
+            self.images.append(found["src"] or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append(("".join(self._cell).strip(), self._numeric))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        self.text.append(data)
+
+    def table_with(self, header: str) -> list[dict[str, tuple[str, bool]]]:
+        """The rows of the first table with column ``header``, as {header: (text, numeric)}."""
+        for rows in self.tables:
+            headers = [text for text, _ in rows[0]]
+            if header in headers:
+                return [dict(zip(headers, row, strict=True)) for row in rows[1:]]
+        raise AssertionError(f"no table with a {header!r} column")
+
+
+def _write(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def _forecast_run(where: Path, fixture: str = "train_ldpt.json") -> Path:
+    """A run folder from a stored result (no weights: the forecasts cannot be drawn)."""
+    result = json.loads((FIXTURES / fixture).read_text())
+    _write(where / "config.json", {"method": result["method"], "dataset": "ETTh1",
+                                   "model": result["model"]})
+    _write(where / "result.json", result)
+    return where
+
+
+def _classifier_run(where: Path) -> Path:
+    result = json.loads((FIXTURES / "train_classifier_quantum.json").read_text())
+    _write(where / "config.json", result["request"])
+    _write(where / "result.json", result)
+    return where
+
+
+def _frontier_folder(where: Path) -> Path:
+    rows = [
+        {"method": "dp-linear", "eps": 1.0, "unit": "record", "role": frontier.COVERS,
+         "reading": "covers the record unit and the weights", "claim_kind":
+         "global (eps, delta)-DP", "claim_accounting": "rigorous", "claim_unit": "record",
+         "delta": 1e-6, "covers": "the weights", "covers_unit": True, "covers_weights": True,
+         "mse_mean": 0.39673276, "mse_sd": 0.00166060, "mae_mean": 0.3961697,
+         "mae_sd": 0.0012035, "n_seeds": 5, "failed_seeds": 0, "seeds": "2024 2025",
+         "family": "linear", "seq_len": 336, "train_windows": 64, "test_windows": 32,
+         "budget": "tiny"},
+        {"method": "public", "eps": None, "unit": "record", "role": frontier.FLOOR,
+         "reading": "the floor: reads no training data", "claim_kind": None,
+         "claim_accounting": None, "claim_unit": None, "delta": None,
+         "covers": "reads no training data (eps = 0)", "covers_unit": True,
+         "covers_weights": True, "mse_mean": 0.40831, "mse_sd": None, "mae_mean": 0.40101,
+         "mae_sd": None, "n_seeds": 1, "failed_seeds": 0, "seeds": "2024", "family": "linear",
+         "seq_len": 336, "train_windows": 64, "test_windows": 32, "budget": "tiny"},
+    ]
+    where.mkdir(parents=True)
+    pd.DataFrame(rows, columns=list(frontier.COLUMNS)).to_csv(where / "frontier.csv",
+                                                              index=False)
+    (where / "frontier.md").write_text(
+        "# Privacy-utility frontier: ETTh1, H = 24, record unit\n\n## Failed cells\n\n"
+        "- `ETTh1-H24-dpsgd-eps1-s2024`: RuntimeError: boom\n")
+    (where / "frontier.png").write_bytes(learning_curves_png(
+        [{"epoch": 1, "loss": 1.0}], panels=[("loss", [("loss", "loss")])]))
+    return where
+
+
+def _reproduction(where: Path) -> Path:
+    where.mkdir(parents=True)
+    pd.DataFrame([
+        {"dataset": "ETTh1", "horizon": 24, "method": "ldpt", "eps": 0.1, "seeds": 1,
+         "mse": 1.0420345, "paper_mse": 0.3581},
+        {"dataset": "ETTh1", "horizon": 24, "method": "classical", "eps": None, "seeds": 1,
+         "mse": 0.90190, "paper_mse": 0.3384},
+    ]).to_csv(where / "results.csv", index=False)
+    _write(where / "report.json", {"id": "figure3", "budget": "tiny", "failures": [
+        {"cell": "ETTh1-H24-dpsgd-eps0.1-s2024", "error": "RuntimeError: boom"}]})
+    return where
+
+
+# -- what a folder is -----------------------------------------------------------------------
+
+
+def test_detect_tells_each_output_apart(tmp_path):
+    run = _forecast_run(tmp_path / "run")
+    assert detect(run).kind == RUN
+    assert detect(_classifier_run(tmp_path / "clf")).kind == CLASSIFIER
+    fr = _frontier_folder(tmp_path / "fr" / "ETTh1-H24-record" / "tiny")
+    assert detect(fr) .kind == FRONTIER and detect(fr).frontiers == (fr,)
+    # the --out folder above a frontier or a reproduction finds them
+    assert detect(tmp_path / "fr").frontiers == (fr,)
+    rp = _reproduction(tmp_path / "rp" / "figure3" / "tiny")
+    assert detect(rp).kind == REPRODUCE
+    assert detect(tmp_path / "rp").kind == REPRODUCE
+    assert detect(tmp_path / "rp").reproductions == (rp,)
+
+
+def test_a_quickstart_lists_its_runs_in_its_own_order_and_its_frontier(tmp_path):
+    out = tmp_path / "qs"
+    for name in ("LDPT_eps0.1", "classical", "LDPT_eps1.0"):
+        _forecast_run(out / name)
+    (out / "notes").mkdir()  # not a run
+    fr = _frontier_folder(out / "frontier" / "ETTh1-H24-record" / "tiny")
+    found = detect(out)
+    assert found.kind == QUICKSTART
+    assert [p.name for p in found.runs] == ["classical", "LDPT_eps1.0", "LDPT_eps0.1"]
+    assert found.frontiers == (fr,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda tmp: tmp / "missing",
+    lambda tmp: (tmp / "afile").write_text("x") and tmp / "afile",
+    lambda tmp: tmp,
+])
+def test_anything_else_is_one_line_and_exit_2_and_writes_nothing(tmp_path, capsys, make):
+    target = make(tmp_path)
+    assert main(["report", str(target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("qpriv: error:")
+    assert str(target) in err[0]
+    assert not list(tmp_path.rglob(REPORT_FILE))
+    with pytest.raises(InvalidInputError, match=r"frontier\.csv"):
+        detect(tmp_path)
+
+
+def test_number_text_keeps_four_significant_digits():
+    assert number_text(0.330412) == "0.3304"
+    assert number_text(11.470667) == "11.47"
+    assert number_text(1e-06) == "1e-06"
+    assert number_text(12345.6) == "12346"
+    assert number_text(np.float64(0.5)) == "0.5"
+    assert number_text(7) == "7"
+    assert [number_text(v) for v in (None, float("nan"), True, False)] == ["—", "—", "yes", "no"]
+
+
+# -- what a page shows ----------------------------------------------------------------------
+
+
+def test_a_run_report_shows_every_claim_and_the_scores(tmp_path):
+    run = _forecast_run(tmp_path / "run")
+    result = json.loads((run / "result.json").read_text())
+    page = Page(render_report(run))
+    claims = {row["claim"][0]: row for row in page.table_with("covers")}
+    assert list(claims) == ["eps_per_pass", "eps_basic", "eps_advanced", "rigorous eps_token",
+                            "rigorous eps_window", "rigorous eps_record"]
+    assert claims["eps_per_pass"]["eps"] == ("0.1", True)
+    assert claims["eps_advanced"]["eps"] == (f"{result['eps_advanced']['value']:.4g}", True)
+    record = claims["rigorous eps_record"]
+    assert record["eps"] == (f"{result['rigorous']['eps_record']['value']:.4g}", True)
+    assert (record["delta"][0], record["kind"][0], record["accounting"][0], record["unit"][0]) \
+        == ("1e-05", "composed", "rigorous", "record")
+    assert claims["eps_per_pass"]["kind"] == ("local eps-QDP per pass", False)
+    assert claims["eps_per_pass"]["unit"][0] == "token"
+    # a run written before claims carried notes: the run's notes are printed once each
+    html = render_report(run)
+    for note in result["privacy_notes"]:
+        assert html.count(note.replace("'", "&#39;")) == 1
+    assert claims["eps_basic"]["notes"][0] == "—"
+    scores = {row["score"][0]: row["value"] for row in page.table_with("score")}
+    assert scores["test MSE (z-scored)"] == (f"{result['mse']:.4g}", True)
+    assert scores["best epoch"] == ("2", True)
+    settings = {row["setting"][0]: row["value"] for row in page.table_with("setting")}
+    assert settings["method"] == ("ldpt", False)
+    # the learning curves are an embedded PNG; the forecasts need the weights: said so
+    assert len(page.images) == 1 and page.images[0].startswith("data:image/png;base64,")
+    assert base64.b64decode(page.images[0].split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert "Forecasts not drawn" in html
+    assert "http" not in html.replace("http-equiv", "")
+
+
+def test_a_linear_run_says_its_forecasts_are_not_drawn(tmp_path):
+    run = _forecast_run(tmp_path / "run", "train_classical.json")
+    config = json.loads((run / "config.json").read_text())
+    _write(run / "config.json", {**config, "model": {"family": "linear", "name": "dp-linear"}})
+    result = json.loads((run / "result.json").read_text())
+    _write(run / "result.json", {**result, "history": [], "epochs": None})
+    html = render_report(run)
+    assert "not available for this run" in html and "linear.npz" in html
+    assert "fitted in closed form" in html
+    assert "<img" not in html
+
+
+def test_a_classifier_report_shows_its_claim_and_curves(tmp_path):
+    run = _classifier_run(tmp_path / "clf")
+    result = json.loads((run / "result.json").read_text())
+    page = Page(render_report(run))
+    (claim,) = page.table_with("covers")
+    assert claim["eps"] == (f"{result['eps']['value']:.4g}", True)
+    assert claim["accounting"][0] == "rigorous"
+    assert claim["delta"][0] == "1e-05"
+    scores = {row["score"][0]: row["value"][0] for row in page.table_with("score")}
+    assert scores["accuracy (test)"] == f"{result['accuracy']:.4g}"
+    assert len(page.images) == 1
+
+
+def test_a_frontier_report_holds_the_csv_numbers(tmp_path):
+    where = _frontier_folder(tmp_path / "ETTh1-H24-record" / "tiny")
+    page = Page(render_report(where))
+    rows = {row["method"][0]: row for row in page.table_with("test MSE")}
+    assert rows["dp-linear"]["test MSE"] == ("0.3967", True)
+    assert rows["dp-linear"]["MSE sd"] == ("0.001661", True)
+    assert rows["dp-linear"]["covers unit"][0] == "yes"
+    assert rows["dp-linear"]["delta"] == ("1e-06", True)
+    assert rows["public"]["eps"] == ("—", True)
+    assert rows["public"]["test MSE"] == ("0.4083", True)
+    assert rows["public"]["reading"] == ("the floor: reads no training data", False)
+    text = "".join(page.text)
+    assert "Privacy-utility frontier: ETTh1, H = 24, record unit (budget tiny)" in text
+    assert "ETTh1-H24-dpsgd-eps1-s2024: RuntimeError: boom" in text  # the failed cell
+    assert "linear: L = 336, 64 training windows, 32 test windows" in text
+    assert len(page.images) == 1
+    png = base64.b64decode(page.images[0].split(",", 1)[1])
+    assert png == (where / "frontier.png").read_bytes()
+
+
+def test_a_reproduction_report_holds_ours_beside_the_papers(tmp_path):
+    where = _reproduction(tmp_path / "figure3" / "tiny")
+    page = Page(render_report(where))
+    rows = {row["method"][0]: row for row in page.table_with("paper_mse")}
+    assert rows["ldpt"]["mse"] == ("1.042", True)
+    assert rows["ldpt"]["paper_mse"] == ("0.3581", True)
+    assert rows["classical"]["eps"] == ("—", True)
+    text = "".join(page.text)
+    assert "figure3: MSE against eps" in text and "(budget tiny)" in text
+    assert "What each epsilon column is" in text
+    assert "ETTh1-H24-dpsgd-eps0.1-s2024: RuntimeError: boom" in text
+
+
+# -- real runs -------------------------------------------------------------------------------
+
+
+@needs_ett
+def test_the_forecasts_drawn_are_the_ones_the_run_was_tested_on(ldpt_run_dir):
+    """With every test window (one evaluation batch), the drawn forecasts give the run's own
+    test MSE: the same model, weights, windows and evaluation noise."""
+    run = load_run(ldpt_run_dir)
+    drawn = forecast_windows(run, count=10_000)
+    assert len(drawn.index) == run.result.windows["test"]
+    mse = float(np.mean((drawn.forecast - drawn.actual) ** 2))
+    assert mse == pytest.approx(run.result.mse, rel=1e-5)
+    few = forecast_windows(run, count=3)
+    assert list(few.index) == [0, 16, 31] and few.forecast.shape == (3, 24, 7)
+
+
+@needs_ett
+def test_a_real_run_report_draws_curves_and_forecasts(ldpt_run_dir, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(ldpt_run_dir, run)
+    assert main(["report", str(run), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert payload == {"report": str(run / REPORT_FILE), "kind": RUN}
+    html = (run / REPORT_FILE).read_text()
+    page = Page(html)
+    # the claims cite their notes by number; each note is printed once
+    result = json.loads((run / "result.json").read_text())
+    claims = {row["claim"][0]: row for row in page.table_with("covers")}
+    notes = result["eps_per_pass"]["notes"]
+    assert claims["eps_per_pass"]["notes"][0] == ", ".join(str(i + 1) for i in range(len(notes)))
+    for note in notes:
+        assert html.count(note.replace("'", "&#39;")) == 1
+    assert len(page.images) == 2  # learning curves, forecasts
+    assert "3 test windows" in "".join(page.text)
+    assert not list(run.glob("*.tmp*"))
+
+
+@needs_ett
+def test_data_that_cannot_be_found_is_said_on_the_page(ldpt_run_dir, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(ldpt_run_dir, run)
+    config = json.loads((run / "config.json").read_text())
+    _write(run / "config.json", {**config, "source": str(tmp_path / "gone" / "ETTh1.csv")})
+    monkeypatch.delenv("QPRIV_DATA_DIR")
+    monkeypatch.setattr(datasets, "cache_dir", lambda: tmp_path / "no-cache")
+    page = Page(write_report_html(run).read_text())
+    text = " ".join(page.text)
+    assert "Forecasts not drawn: cannot load the data of run" in text
+    assert len(page.images) == 1  # the learning curves still are

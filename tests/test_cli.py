@@ -120,6 +120,8 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
             "--max-train-windows", "16", "--max-eval-windows", "8", "--out", str(tmp_path / "r")]
     assert main(argv) == 0
     result = _last_json(capsys)
+    assert result["report"] == str(tmp_path / "r" / "report.html")
+    assert (tmp_path / "r" / "report.html").is_file()
     for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "params",
                 "method", "eps_per_pass", "p", "gamma", "sigma", "eps_basic", "eps_advanced"):
         assert key in result, key
@@ -156,6 +158,8 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert frontier[("dpsgd", 1.0)]["role"] == "other unit"
     assert ("public", None) in frontier
     assert (tmp_path / "frontier").is_dir()
+    assert payload["report"] == str(tmp_path / "report.html")
+    assert (tmp_path / "report.html").is_file()
     # a finished run keeps its best weights, not its last checkpoint, and a second quickstart
     # reads every run back
     assert sorted(p.name for p in (tmp_path / "classical").iterdir()) == [
@@ -256,7 +260,7 @@ def test_train_classifier_bad_input(capsys, argv, needle):
 @pytest.mark.parametrize("command", [[], ["calibrate"], ["audit", "channel"], ["audit", "run"],
                                      ["audit", "sidechannel"], ["attack", "mia"], ["train"],
                                      ["methods"], ["quickstart"], ["train-classifier"],
-                                     ["reproduce"], ["frontier"], ["account"]])
+                                     ["reproduce"], ["frontier"], ["account"], ["report"]])
 def test_help_is_plain_text_with_defaults(capsys, command):
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--help"])

@@ -170,7 +170,7 @@ def test_quick_runs_end_to_end_at_a_tiny_budget(tmp_path, capsys, monkeypatch):
     assert code == 0 and payload["budget"] == "quick" and payload["unit"] == "record"
     assert [(r["method"], r["eps"]) for r in payload["rows"]] == [
         ("dp-linear", 1.0), ("dpsgd", 1.0), ("public", None)]
-    assert set(payload["files"]) == {"csv", "markdown", "png"}
+    assert set(payload["files"]) == {"csv", "markdown", "png", "report"}
     assert all(os.path.isfile(path) for path in payload["files"].values())
     assert (out / "cells" / "quick" / "ETTh1-H24-dpsgd-eps1-s2024" / "result.json").is_file()
 
@@ -181,7 +181,9 @@ def test_cli_prints_the_table(tmp_path, capsys):
                  "dp-linear", "public", "--out", str(tmp_path), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert text.startswith("# Privacy-utility frontier: ETTh1, H = 24, record unit")
-    assert "written to" in text.splitlines()[-1]
+    assert "written to" in text.splitlines()[-2]
+    report = tmp_path / "ETTh1-H24-record" / "tiny" / "report.html"
+    assert text.splitlines()[-1] == f"report: {report}" and report.is_file()
 
 
 def test_the_zoom_panel_frames_the_lines_that_cover_the_unit():

@@ -754,7 +754,7 @@ def render_report(directory: str | Path, *, data_dir: str | Path | None = None,
     contents = detect(directory)
     sections = report_sections(contents, data_dir=data_dir, windows=windows)
     return _ENVIRONMENT.get_template("report.html").render(
-        title=f"qpriv report: {_TITLES[contents.kind]} {contents.directory.resolve().name}",
+        title=f"qpriv report: {_TITLES[contents.kind]} ({contents.directory})",
         kind=contents.kind, sections=sections)
 
 

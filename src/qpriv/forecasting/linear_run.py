@@ -22,6 +22,7 @@ import numpy as np
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear import (
     STANDARD_LINEAR,
     evaluate,
@@ -133,6 +134,7 @@ def run_linear(
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},
         "params": {"total": int(model.kernel.size)},
+        "inference": InferenceRecord.from_data(data, keep_scaler=False).to_json(),
         "privacy": entry.privacy, "eps_per_pass": None,
         **({"eps": claim_entries[0]} if claim_entries else {}),
         "claims": claim_entries, "unit": unit,

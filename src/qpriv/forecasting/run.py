@@ -27,6 +27,7 @@ import torch
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
@@ -308,6 +309,7 @@ def run_forecast(
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},
         "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
+        "inference": InferenceRecord.from_data(data, keep_scaler=True).to_json(),
         **_feature_counts(model),
         **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
                    strategy=trainer.strategy.report(), eps=eps, delta=delta),

@@ -182,8 +182,11 @@ def load_run(run_dir: str | Path, *,
     ...                      max_eval_windows=32, progress=False, out_dir=out,
     ...                      overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
     ...     run = load_run(out)
+    ...     frame = run.forecast(run.data().source)   # after the file's last row
     >>> run.method, run.best_epoch
     ('classical', 1)
+    >>> frame.shape, str(frame.index[0]), frame.attrs["new_data"]
+    ((24, 7), '2018-06-26 20:00:00', False)
 
     Args:
         run_dir: the run's directory (``qpriv train --out DIR``).

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -69,9 +70,12 @@ def series_frequency(index: pd.DatetimeIndex) -> str | None:
     if len(index) < 3:
         return None
     try:
-        return pd.infer_freq(index)
+        with warnings.catch_warnings():  # pandas 3 announces an offset instead of a string
+            warnings.simplefilter("ignore", DeprecationWarning)
+            freq = pd.infer_freq(index)
     except (TypeError, ValueError):
         return None
+    return None if freq is None else pd.tseries.frequencies.to_offset(freq).freqstr
 
 
 def _same_frequency(a: str, b: str) -> bool:

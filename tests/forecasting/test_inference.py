@@ -250,6 +250,16 @@ def test_new_data_with_the_runs_columns_is_accepted_and_said_to_be_new(runs, tmp
     assert "new data" in capsys.readouterr().out
 
 
+def test_a_named_dataset_is_forecast_after_its_last_row(ldpt_run_dir, capsys):
+    assert main(["forecast", str(ldpt_run_dir), "--dataset", "ETTh1", "--passes", "2",
+                 "--json"]) == 0
+    out = _last_json(capsys)
+    assert out["new_data"] is False and out["passes"] == 2 and out["noisy"] is True
+    assert out["timestamps"][:2] == ["2018-06-26T20:00:00", "2018-06-26T21:00:00"]
+    assert len(out["timestamps"]) == 24 and list(out["std"]) == list(out["forecast"])
+    assert out["claims"][0]["kind"] == "local eps-QDP per pass" and out["claims"][0]["value"] == 0.1
+
+
 # --------------------------------------------------------------------------------------------
 # Refusals: one line, exit 2, nothing written
 # --------------------------------------------------------------------------------------------
@@ -286,6 +296,8 @@ def _missing_columns(tmp_path: Path) -> Path:
     (lambda d, c, t: [str(d), "--csv", str(c), "--out", str(t / "no" / "f.csv")],
      "its directory .*no does not exist"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--out", str(t)], "is a directory; name"),
+    (lambda d, c, t: [str(d), "--csv", str(c), "--data-dir", str(t)],
+     "--data-dir says where to find a named dataset; --csv names its file itself"),
 ])
 def test_bad_input_is_one_line_and_exit_2(runs, csv, tmp_path, capsys, argv, needle):
     out = tmp_path / "f.csv"

@@ -235,6 +235,13 @@ def test_any_float_dtype_is_accepted(runs, csv, dtype):
     np.testing.assert_allclose(by_index[CHANNELS].to_numpy(), got, rtol=0)
 
 
+def test_the_model_takes_a_float64_window(runs):
+    model = load_run(runs("classical")).model
+    x = torch.randn(2, L, len(CHANNELS), dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.equal(model(x), model(x.float()))  # once a raw torch dtype error
+
+
 def test_new_data_with_the_runs_columns_is_accepted_and_said_to_be_new(runs, tmp_path, capsys):
     run_dir = runs("classical")
     other = tmp_path / "later.csv"

@@ -381,10 +381,10 @@ class ForecastingRun(ABC):
             InvalidInputError: see :meth:`forecast_report`.
         """
         report = self.forecast_report(data, at=at, passes=passes, seed=seed)
+        summary = report.summary()
         frame = report.frame.copy()
-        frame.attrs = {key: report.summary()[key] for key in
-                       ("run", "method", "privacy", "new_data", "window_end", "passes",
-                        "noisy", "claims")}
+        frame.attrs = {key: summary[key] for key in ("run", "method", "privacy", "new_data",
+                                                     "window_end", "passes", "noisy", "claims")}
         return frame
 
     def forecast_report(self, data: pd.DataFrame | str | Path, *,
@@ -423,8 +423,8 @@ class ForecastingRun(ABC):
         end = _window_end(series.index, at=at, seq_len=seq_len, source=series.source)
         window = series.values[end - seq_len + 1:end + 1]
         used_passes = (self.default_passes if passes is None else passes) if self.noisy else 1
-        seed = derive_seed(int(self.request.raw.get("seed", 0)), "forecast") if seed is None \
-            else int(seed)
+        if seed is None:
+            seed = derive_seed(int(self.request.raw.get("seed", 0)), "forecast")
         draws = self.predict_window(window, passes=used_passes, seed=seed)
         last = series.index[end]
         offset = pd.tseries.frequencies.to_offset(record.freq)
@@ -436,14 +436,14 @@ class ForecastingRun(ABC):
                       else np.full(draws.shape[1:], np.nan))
             for i, column in enumerate(_spread_columns(record.channels).values()):
                 frame[column] = spread[:, i]
+        trained_on = self._training_sha256(record)
         return Forecast(
             frame=frame, channels=record.channels, run_dir=self.run_dir, method=self.method,
             privacy=self.result.privacy, source=series.source, source_sha256=series.sha256,
-            training_sha256=self._training_sha256(record),
-            new_data=(None if series.sha256 is None
-                      else series.sha256 != self._training_sha256(record)),
+            training_sha256=trained_on,
+            new_data=None if series.sha256 is None else series.sha256 != trained_on,
             window_end=last, seq_len=seq_len, freq=record.freq, passes=used_passes,
-            noisy=self.noisy, seed=seed if self.noisy else None, claims=self.claims)
+            noisy=self.noisy, seed=int(seed) if self.noisy else None, claims=self.claims)
 
     def _training_sha256(self, record: InferenceRecord) -> str | None:
         if record.source_sha256 is not None:

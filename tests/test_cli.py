@@ -259,8 +259,9 @@ def test_train_classifier_bad_input(capsys, argv, needle):
 
 @pytest.mark.parametrize("command", [[], ["calibrate"], ["audit", "channel"], ["audit", "run"],
                                      ["audit", "sidechannel"], ["attack", "mia"], ["train"],
-                                     ["methods"], ["quickstart"], ["train-classifier"],
-                                     ["reproduce"], ["frontier"], ["account"], ["report"]])
+                                     ["forecast"], ["methods"], ["quickstart"],
+                                     ["train-classifier"], ["reproduce"], ["frontier"],
+                                     ["account"], ["report"]])
 def test_help_is_plain_text_with_defaults(capsys, command):
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--help"])

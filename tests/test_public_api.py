@@ -30,9 +30,9 @@ def _doctests(name: str) -> list[doctest.DocTest]:
 
 def test_the_entry_points_are_the_library_functions() -> None:
     assert qpriv.train_forecaster is run_forecast
-    assert {"train_forecaster", "load_run", "train_classifier", "account", "calibrate",
-            "METHODS", "PrivacyClaim", "Kind", "Accounting", "Unit", "InvalidInputError",
-            "QprivError", "__version__"} <= set(qpriv.__all__)
+    assert {"train_forecaster", "load_run", "ForecastingRun", "Forecast", "train_classifier",
+            "account", "calibrate", "METHODS", "PrivacyClaim", "Kind", "Accounting", "Unit",
+            "InvalidInputError", "QprivError", "__version__"} <= set(qpriv.__all__)
     for name in qpriv.__all__:
         assert hasattr(qpriv, name), name
     assert "ldpt" in qpriv.METHODS and qpriv.Kind("composed") is qpriv.Kind.COMPOSED

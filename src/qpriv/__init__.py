@@ -10,8 +10,14 @@ Entry points:
 
     train_forecaster    train and test one forecaster (LDPT or a baseline); the result holds
                         every privacy number labelled (qpriv.forecasting.run.run_forecast)
-    load_run            read a finished forecasting run back: model, config, result, data
-                        (qpriv.forecasting.artifacts.load_run)
+    load_run            read a finished forecasting run back: model, config, result, data;
+                        its forecast(frame or CSV) gives the next H values in the data's own
+                        units (qpriv.forecasting.artifacts.load_run)
+    ForecastingRun      what load_run returns, for either family (the LDPT backbone or the
+                        linear forecasters): forecast, forecast_report, claims, data
+                        (qpriv.forecasting.inference.ForecastingRun)
+    Forecast            one forecast with its source, passes and the run's privacy claims
+                        (ForecastingRun.forecast_report; qpriv.forecasting.inference.Forecast)
     train_classifier    DP-SGD (or clipping only) on a classical, Lipschitz or quantum
                         classifier (qpriv.classification.run.train_classifier)
     tune_learning_rate  choose a classifier's rate on a validation split
@@ -41,6 +47,7 @@ from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import tune_learning_rate
 from qpriv.errors import ArgumentError, InvalidInputError, QprivError
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.inference import Forecast, ForecastingRun
 from qpriv.forecasting.methods import METHODS
 from qpriv.forecasting.run import run_forecast as train_forecaster
 from qpriv.privacy.accounting import account
@@ -53,6 +60,8 @@ __all__ = [
     "METHODS",
     "Accounting",
     "ArgumentError",
+    "Forecast",
+    "ForecastingRun",
     "InvalidInputError",
     "Kind",
     "PrivacyClaim",

@@ -14,11 +14,14 @@ import os
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
 from qpriv.classification.run import train_classifier
 from qpriv.cli import main
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.csv_input import load_frame
 from qpriv.forecasting.run import run_forecast
 from qpriv.training.evaluation import evaluate
 from qpriv.training.seeding import derive_seed
@@ -94,3 +97,20 @@ def test_audit_and_attack_of_a_legacy_run_give_the_recorded_numbers(
     # recorded on two torch threads, checked on one: float32 sums in another order
     assert_same_numbers(expected[name], last_json(capsys), rel=1e-6,
                         abs=1e-8)
+
+
+@needs_data
+def test_a_legacy_forecaster_forecasts_with_the_scaler_recomputed_from_its_data(legacy):
+    run = load_run(legacy / "dpsgd-eps1")
+    assert "inference" not in run.result.raw  # written before runs stored it
+    data = run.data()
+    assert np.array_equal(run.inference.scaler.mean, data.scaler.mean)
+    assert np.array_equal(run.inference.scaler.std, data.scaler.std)
+    assert run.inference.freq == "h" and run.inference.channels == data.channels
+    frame = run.forecast(data.source)
+    window = torch.tensor(data.scaler.transform(load_frame(data.source).to_numpy()[-64:]),
+                          dtype=torch.float32)[None]
+    with torch.no_grad():
+        expected = data.scaler.inverse_transform(run.model(window)[0].double().numpy())
+    np.testing.assert_allclose(frame.to_numpy(), expected, rtol=1e-6)
+    assert frame.attrs["new_data"] is False and frame.attrs["claims"][0]["unit"] == "window"

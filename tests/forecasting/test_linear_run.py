@@ -13,7 +13,8 @@ import pytest
 
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
-from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
+from qpriv.forecasting.linear import evaluate
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import PrivacyClaim
 
@@ -88,8 +89,11 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
                          **SMALL)
     assert again == json.loads(json.dumps(first))
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "linear.npz", "result.json"]
+    run = load_run(out)  # read back as a linear run, the kernel it was tested with
+    assert isinstance(run, LinearRun) and run.result.mse == first["mse"]
+    assert evaluate(run.model, run.data().test)["mse"] == pytest.approx(first["mse"], rel=1e-12)
     with pytest.raises(InvalidInputError, match="linear forecaster"):
-        load_run(out)
+        load_backbone_run(out)
 
 
 @needs_ett

@@ -38,7 +38,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.forecasting.artifacts import LoadedRun, load_run
+from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -214,11 +214,11 @@ def mia_on_run(
 
     Raises:
         InvalidInputError: a run directory that is not a finished run (see
-            :func:`~qpriv.forecasting.artifacts.load_run`), data that cannot be found, or
+            :func:`~qpriv.forecasting.artifacts.load_backbone_run`), data that cannot be found, or
             ``n`` < ``folds``.
     """
     n = require_positive_int("n (windows per class)", n)
-    loaded = run if isinstance(run, LoadedRun) else load_run(run, data_dir=data_dir)
+    loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
     data = loaded.data(limit_eval=False)
     n_used = min(n, len(data.train), len(data.test))
     if n_used < folds:

@@ -40,7 +40,7 @@ import torch
 
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.artifacts import LoadedRun, load_run
+from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import read_request
 from qpriv.forecasting.windows import ForecastData
@@ -454,7 +454,7 @@ def sibling_runs(run: LoadedRun) -> list[LoadedRun]:
                 or any(request.get(k) != run.request.raw.get(k) for k in _SIBLING_SETTINGS)):
             continue
         try:
-            other = load_run(path, data_dir=run.data_dir)
+            other = load_backbone_run(path, data_dir=run.data_dir)
         except InvalidInputError:
             continue  # damaged or half-written: not a run to compare with
         if other.claims_local_qdp:
@@ -643,12 +643,13 @@ def run_audits(
         InvalidInputError: not a finished run, data not found, a bad ladder, windows or pairs,
             a compared run that differs in more than eps.
     """
-    loaded = run if isinstance(run, LoadedRun) else load_run(run, data_dir=data_dir)
+    loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
     windows = require_positive_int("windows", windows)
     pairs = require_positive_int("pairs", pairs)
     if loaded.claims_local_qdp:
         _check_ladder(ladder)
-    others = [r if isinstance(r, LoadedRun) else load_run(r, data_dir=data_dir) for r in compare]
+    others = [r if isinstance(r, LoadedRun) else load_backbone_run(r, data_dir=data_dir)
+              for r in compare]
     if not others and discover and loaded.claims_local_qdp:
         others = sibling_runs(loaded)
     # audits 2, 5 and 6 read the data; a run without a quantum path or a claim skips them

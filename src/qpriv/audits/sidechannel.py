@@ -58,7 +58,7 @@ import torch
 from torch import Tensor
 
 from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
-from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.artifacts import load_backbone_run
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import DEFAULT_EPS, setup_method
 from qpriv.forecasting.methods import method as method_entry
@@ -653,16 +653,17 @@ def audit_sidechannel(
 ) -> SideChannelReport:
     """The front door of ``qpriv audit sidechannel``: audit a finished run or a method.
 
-    With ``run_dir``: the trained model of that run (:func:`qpriv.forecasting.artifacts.load_run`)
-    on ``windows`` evenly spaced windows of its training split (synthetic windows, said so in the
-    report, if its data cannot be found). With ``method``: an untrained model of the method at
+    With ``run_dir``: the trained model of that run
+    (:func:`qpriv.forecasting.artifacts.load_backbone_run`) on ``windows`` evenly spaced windows
+    of its training split (synthetic windows, said so in the report, if its data cannot be
+    found). With ``method``: an untrained model of the method at
     the paper's sizes (L = 336, H = 24) with ``gate`` and ``normalisation`` overriding the
     method's, on ETTh1 training windows if ETTh1 is on this machine, synthetic ones otherwise.
 
     Raises:
         InvalidInputError: neither or both of ``run_dir`` and ``method``; ``eps``, ``gate`` or
             ``normalisation`` with ``run_dir``; anything :func:`sidechannel_audit`,
-            :func:`~qpriv.forecasting.artifacts.load_run` or the method setup rejects.
+            :func:`~qpriv.forecasting.artifacts.load_backbone_run` or the method setup rejects.
     """
     count = require_positive_int("windows", windows)
     if (run_dir is None) == (method is None):
@@ -699,7 +700,7 @@ def audit_sidechannel(
 
 def _audit_run(run_dir: str | Path, *, count: int, seed: int, data_dir: str | Path | None,
                accounting: str) -> SideChannelReport:
-    run = load_run(run_dir, data_dir=data_dir)
+    run = load_backbone_run(run_dir, data_dir=data_dir)
     cfg = run.config
     try:
         train = run.data(limit_eval=False).train

@@ -7,9 +7,9 @@ which arguments go together live in the library, and an error about them names t
 
 One module per command, each with its parser beside its handler: :mod:`~qpriv.cli.calibrate`,
 :mod:`~qpriv.cli.audit`, :mod:`~qpriv.cli.attack`, :mod:`~qpriv.cli.train`,
-:mod:`~qpriv.cli.methods`, :mod:`~qpriv.cli.quickstart`, :mod:`~qpriv.cli.train_classifier`,
-:mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.frontier`, :mod:`~qpriv.cli.account`,
-:mod:`~qpriv.cli.report`; what they share is in :mod:`~qpriv.cli.common`.
+:mod:`~qpriv.cli.forecast`, :mod:`~qpriv.cli.methods`, :mod:`~qpriv.cli.quickstart`,
+:mod:`~qpriv.cli.train_classifier`, :mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.frontier`,
+:mod:`~qpriv.cli.account`, :mod:`~qpriv.cli.report`; what they share is in :mod:`~qpriv.cli.common`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from qpriv.cli import (
     attack,
     audit,
     calibrate,
+    forecast,
     frontier,
     methods,
     quickstart,
@@ -36,8 +37,8 @@ from qpriv.cli import (
 from qpriv.cli.common import Parser, after_interrupt, flag_names
 from qpriv.errors import ArgumentError, QprivError
 
-COMMANDS = (calibrate, audit, attack, train, methods, quickstart, train_classifier, reproduce,
-            frontier, account, report)
+COMMANDS = (calibrate, audit, attack, train, forecast, methods, quickstart, train_classifier,
+            reproduce, frontier, account, report)
 """The command modules, in the order ``qpriv --help`` lists them."""
 
 

@@ -12,6 +12,7 @@ from qpriv.cli.common import (
     existing_path,
     out_path,
     positive_int,
+    print_table,
 )
 from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.methods import DEFAULT_EPS
@@ -125,6 +126,11 @@ def _print_result(result: ForecastResult) -> None:
                   f"{result.seconds_per_epoch:.1f} s/epoch")
     print(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
           f"{result.params_total:,} parameters")
+    if result.original_units:
+        mse, mae = result.original_units["mse"], result.original_units["mae"]
+        print("  test MSE and MAE per channel, in the data's own units:")
+        print_table(["channel", "MSE", "MAE"],
+                    [[name, f"{mse[name]:.6g}", f"{mae[name]:.6g}"] for name in mse])
     if result.diverged_epoch:
         print(f"  DIVERGED at epoch {result.diverged_epoch} (loss not finite); training "
               "stopped there")

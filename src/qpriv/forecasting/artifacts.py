@@ -1,29 +1,41 @@
-"""A finished forecasting run, read back from its directory for attacks and audits.
+"""A finished forecasting run, read back from its directory to forecast, attack or audit it.
 
-:func:`qpriv.forecasting.run.run_forecast` leaves ``config.json`` (the request),
-``best.pt`` (the best-validation weights) and, once it has finished, ``result.json``.
-:func:`load_run` turns such a directory into a :class:`LoadedRun`: the model with its best
-weights, its :class:`~qpriv.forecasting.config.ModelConfig`, the request and the result, and
-the data splits the run used, reloaded the same way with the same window limits::
+:func:`qpriv.forecasting.run.run_forecast` leaves ``config.json`` (the request), the model
+(``best.pt``, the best-validation weights of the LDPT backbone, or ``linear.npz``, the kernel
+of a linear forecaster) and, once it has finished, ``result.json``. :func:`load_run` turns
+such a directory into a :class:`LoadedRun` (the backbone: the model with its best weights, its
+:class:`~qpriv.forecasting.config.ModelConfig`) or a :class:`LinearRun` (the linear family),
+each with the request and the result, the data splits the run used, reloaded the same way with
+the same window limits, and forecasts of new data
+(:class:`~qpriv.forecasting.inference.ForecastingRun`)::
 
     from qpriv.forecasting.artifacts import load_run
 
     run = load_run("runs/ldpt-eps0.1")
     data = run.data()                  # the run's train / val / test windows
     run.model(data.test.windows([0])[0]).shape
+    run.forecast("new.csv")            # the next H values, in the data's own units
 
-Every refusal is an :class:`~qpriv.errors.InvalidInputError` that says why and what to do.
+The attacks and audits read the backbone's weights: they load with :func:`load_backbone_run`,
+which refuses a linear run. Every refusal is an :class:`~qpriv.errors.InvalidInputError` that
+says why and what to do.
 """
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.inference import ForecastingRun
+from qpriv.forecasting.linear import LinearForecaster, LinearSpec
 from qpriv.forecasting.methods import LINEAR, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
@@ -32,6 +44,7 @@ from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE
+from qpriv.training.evaluation import seeded_noise
 
 RERUN = "re-run the training into a fresh directory"
 
@@ -42,9 +55,27 @@ _REQUEST_KEYS = ("dataset", "source", "channels", "seq_len", "horizon", "method"
 _RESULT_KEYS = ("method", "privacy", "eps_per_pass", "windows", "best_epoch")
 
 
+class _FinishedRun(ForecastingRun):
+    """What both families share: the run's data, reloaded as the run loaded it."""
+
+    def data(self, *, limit_eval: bool = True) -> ForecastData:
+        """The run's data, loaded as the run loaded it (same file, channels, L, H and window
+        limits). ``limit_eval=False`` keeps every validation and test window (e.g. to draw
+        non-members for a membership attack from the whole test split); the training windows
+        are always exactly the run's.
+
+        Raises:
+            InvalidInputError: the data cannot be found, or it no longer gives the run's
+                window counts (a different file).
+        """
+        return _load_data(self.request, self.result, run_dir=self.run_dir,
+                          data_dir=self.data_dir, limit_eval=limit_eval)
+
+
 @dataclass(frozen=True)
-class LoadedRun:
-    """A finished run: its files as read, and the model with its best-validation weights.
+class LoadedRun(_FinishedRun):
+    """A finished run of the LDPT backbone: its files as read, and the model with its
+    best-validation weights.
 
     ``request`` is config.json and ``result`` result.json, typed
     (:mod:`qpriv.forecasting.records`); ``config`` the model's :class:`ModelConfig`; ``model`` an
@@ -77,18 +108,27 @@ class LoadedRun:
         return (self.result.privacy == Kind.LOCAL_QDP and self.eps_per_pass is not None
                 and isinstance(self.result.calibration, dict))
 
-    def data(self, *, limit_eval: bool = True) -> ForecastData:
-        """The run's data, loaded as the run loaded it (same file, channels, L, H and window
-        limits). ``limit_eval=False`` keeps every validation and test window (e.g. to draw
-        non-members for a membership attack from the whole test split); the training windows
-        are always exactly the run's.
+    @property
+    def noisy(self) -> bool:
+        """Whether the model draws noise on every pass (shots, injections, input noise)."""
+        return self.config.noisy_inference
 
-        Raises:
-            InvalidInputError: the data cannot be found, or it no longer gives the run's
-                window counts (a different file).
-        """
-        return _load_data(self.request, self.result, run_dir=self.run_dir,
-                          data_dir=self.data_dir, limit_eval=limit_eval)
+    def predict_window(self, window: np.ndarray, *, passes: int, seed: int) -> np.ndarray:
+        """``passes`` forecasts (passes, H, C) of the look-back ``window`` (L, C), in the
+        data's own units: z-scored with the run's scaler, through the model as it is tested
+        (eval mode, pass m's noise seeded by ``seed + m``), and back."""
+        scaler = self.inference.scaler
+        if scaler is None:
+            raise InvalidInputError(f"run {self.run_dir}'s inference record has no scaler; "
+                                    "re-run the training into a fresh directory")
+        x = torch.as_tensor(scaler.transform(np.asarray(window, dtype=np.float64))[None],
+                            dtype=torch.float32)
+        draws = []
+        with torch.no_grad():
+            for m in range(passes):
+                with seeded_noise(self.model, seed + m):
+                    draws.append(self.model(x)[0].double().numpy())
+        return scaler.inverse_transform(np.stack(draws))
 
     def model_with_noise(self, *, p: float, sigma: float) -> LDPTForecaster:
         """A copy of the trained model whose channel runs at ``p`` and whose injections at
@@ -99,8 +139,39 @@ class LoadedRun:
         return model.eval()
 
 
-def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> LoadedRun:
-    """Read the finished run in ``run_dir`` (written by ``run_forecast(out_dir=...)``).
+@dataclass(frozen=True)
+class LinearRun(_FinishedRun):
+    """A finished run of a linear forecaster (``public``, ``ridge``, ``dp-linear``,
+    ``dpsgd-linear``): its files as read, and the kernel as a
+    :class:`~qpriv.forecasting.linear.LinearForecaster`.
+
+    The kernel is equivariant to per-channel affine maps, so it forecasts the data's own units
+    directly, as it forecast the z-scored test split: no scaler is stored or used.
+    """
+
+    run_dir: Path
+    request: ForecastRequest
+    result: ForecastResult
+    model: LinearForecaster
+    data_dir: Path | None = None
+    keeps_scaler = False
+
+    @property
+    def noisy(self) -> bool:
+        """A linear forecast draws no noise: False."""
+        return False
+
+    def predict_window(self, window: np.ndarray, *, passes: int, seed: int) -> np.ndarray:
+        """The kernel's forecast (1, H, C) of ``window`` (L, C), in its own units (``passes``
+        and ``seed`` have no effect)."""
+        return self.model.predict(np.asarray(window, dtype=np.float64)[None])
+
+
+def load_run(run_dir: str | Path, *,
+             data_dir: str | Path | None = None) -> LoadedRun | LinearRun:
+    """Read the finished run in ``run_dir`` (written by ``run_forecast(out_dir=...)``): a
+    :class:`LoadedRun` for the LDPT backbone, a :class:`LinearRun` for the linear family; both
+    forecast new data (:meth:`~qpriv.forecasting.inference.ForecastingRun.forecast`).
 
     Example (seconds: a tiny run on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``):
 
@@ -111,8 +182,11 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
     ...                      max_eval_windows=32, progress=False, out_dir=out,
     ...                      overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
     ...     run = load_run(out)
+    ...     frame = run.forecast(run.data().source)   # after the file's last row
     >>> run.method, run.best_epoch
     ('classical', 1)
+    >>> frame.shape, str(frame.index[0]), frame.attrs["new_data"]
+    ((24, 7), '2018-06-26 20:00:00', False)
 
     Args:
         run_dir: the run's directory (``qpriv train --out DIR``).
@@ -121,11 +195,38 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
 
     Raises:
         InvalidInputError: ``run_dir`` is missing or not a directory; it has no config.json (not
-            a run), no result.json (not finished: resume it), or no best.pt; a file is
-            unreadable or not what run_forecast writes; the weights do not fit the recorded
-            model; the run diverged before it had a model. The data is checked only when
-            :meth:`LoadedRun.data` is called.
+            a run), no result.json (not finished: resume it), or no best.pt (linear.npz); a
+            file is unreadable or not what run_forecast writes; the weights do not fit the
+            recorded model; the run diverged before it had a model. The data is checked only
+            when :meth:`LoadedRun.data` is called.
     """
+    path, request = _open(run_dir)
+    if _is_linear(request):
+        return _load_linear(path, request,
+                            data_dir=None if data_dir is None else Path(data_dir).expanduser())
+    return _load_backbone(path, request, data_dir=data_dir)
+
+
+def load_backbone_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> LoadedRun:
+    """:func:`load_run` for the attacks and audits, which read the LDPT backbone's weights.
+
+    Raises:
+        InvalidInputError: as :func:`load_run`, and for a run of the linear family.
+    """
+    path, request = _open(run_dir)
+    if _is_linear(request):
+        raise InvalidInputError(
+            f"{path} is a run of the linear forecaster {request['method']!r}, fitted in closed "
+            f"form ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
+    return _load_backbone(path, request, data_dir=data_dir)
+
+
+def _is_linear(request: dict) -> bool:
+    return isinstance(request.get("model"), dict) and request["model"].get("family") == LINEAR
+
+
+def _open(run_dir: str | Path) -> tuple[Path, dict]:
+    """The run directory and its config.json, once it is known to hold a finished run."""
     path = Path(run_dir).expanduser()
     if not path.exists():
         raise InvalidInputError(f"run directory {path} does not exist")
@@ -142,12 +243,41 @@ def load_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> Load
             f"{path} is not a finished run: it has {CONFIG_FILE} but no {RESULT_FILE} (training "
             f"stopped before the end); resume it with `qpriv train --method "
             f"{request['method']} ... --out {path} --resume` (the same settings as before), "
-            "then attack or audit it"
+            "then use it"
         )
-    if isinstance(request.get("model"), dict) and request["model"].get("family") == LINEAR:
-        raise InvalidInputError(
-            f"{path} is a run of the linear forecaster {request['method']!r}, fitted in closed "
-            f"form ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
+    return path, request
+
+
+def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearRun:
+    result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
+    model_file = path / LINEAR_MODEL_FILE
+    if not model_file.is_file():
+        raise InvalidInputError(f"{path} has no {LINEAR_MODEL_FILE} (the fitted kernel); the run "
+                                f"directory is incomplete. {RERUN[0].upper()}{RERUN[1:]}")
+    try:
+        with np.load(model_file, allow_pickle=False) as stored:
+            kernel = np.asarray(stored["kernel"], dtype=np.float64)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise InvalidInputError(f"cannot read {model_file} ({exc}): it is damaged or not a "
+                                f"kernel; {RERUN}") from exc
+    shape = (int(request["horizon"]), int(request["seq_len"]))
+    if kernel.shape != shape:
+        raise InvalidInputError(f"{model_file} holds a kernel of shape {kernel.shape}, not the "
+                                f"run's (H, L) = {shape}; the directory mixes two runs")
+    try:
+        spec = LinearSpec(**request["model"].get("spec", {}))
+    except (TypeError, InvalidInputError) as exc:
+        raise InvalidInputError(f"{path / CONFIG_FILE}: the linear model's settings are not a "
+                                f"LinearSpec ({exc}); {RERUN}") from exc
+    model_entry = result.get("model") if isinstance(result.get("model"), dict) else {}
+    model = LinearForecaster(kernel=kernel, spec=spec,
+                             name=str(model_entry.get("name", request["method"])),
+                             details=dict(result.get("fit") or {}))
+    return LinearRun(run_dir=path, request=ForecastRequest.from_json(request),
+                     result=ForecastResult.from_json(result), model=model, data_dir=data_dir)
+
+
+def _load_backbone(path: Path, request: dict, *, data_dir: str | Path | None) -> LoadedRun:
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
     config = _model_config(request["model"], where=path / CONFIG_FILE)
     if isinstance(result.get("model"), dict) and result["model"] != request["model"]:

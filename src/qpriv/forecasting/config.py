@@ -154,6 +154,14 @@ class ModelConfig:
         """Whether any of the three injections of eqs. 13-15 draws noise."""
         return self.inject and self.sigma > 0.0
 
+    @property
+    def noisy_inference(self) -> bool:
+        """Whether a forward pass draws noise (in inference as in training): finite shots of
+        the quantum features, an injection, or DP-Input's input noise. Two passes of such a
+        model differ; those of any other are equal."""
+        shots = self.use_quantum and self.n_shots is not None
+        return shots or self.injects or self.input_noise > 0.0
+
     def as_dict(self) -> dict:
         """A JSON-ready dict of every field."""
         return asdict(self)

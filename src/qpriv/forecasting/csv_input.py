@@ -12,7 +12,7 @@ import pandas as pd
 
 from qpriv.errors import InvalidInputError
 
-__all__ = ["load_frame"]
+__all__ = ["csv_header", "load_frame"]
 
 
 def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.DataFrame:
@@ -29,24 +29,8 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
             cell (the message gives the column and the file line); an unparseable date; fewer
             than two rows.
     """
-    path = Path(path).expanduser()
-    if path.is_dir():
-        raise InvalidInputError(f"CSV file {path} is a directory; give the CSV file itself")
-    if not path.is_file():
-        raise InvalidInputError(f"CSV file {path} does not exist")
-    try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
-        raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
-                          skipinitialspace=True)
-    except UnicodeDecodeError as exc:
-        raise InvalidInputError(f"cannot read {path} as CSV: it is not UTF-8 text ({exc.reason} "
-                                f"at byte {exc.start}); save it as UTF-8") from exc
-    except pd.errors.EmptyDataError as exc:
-        raise InvalidInputError(f"cannot read {path} as CSV: the file is empty") from exc
-    except pd.errors.ParserError as exc:  # pandas' text: "Error tokenizing data. C error: ..."
-        detail = " ".join(str(exc).split()).split("C error: ")[-1]
-        raise InvalidInputError(
-            f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
-            "fields as the header") from exc
+    path = _existing_file(path)
+    raw = _read_text_table(path)
     if _cut_short(path):
         raise InvalidInputError(
             f"{path} does not end with a line break: its last row may have been cut inside a "
@@ -90,6 +74,43 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
     dates = _parse_dates(path, raw[date_col])
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
     return frame
+
+
+def csv_header(path: str | Path) -> list[str]:
+    """The column names in the first line of the CSV ``path`` (stripped, the date column
+    included), read without parsing the rest: to compare a file's columns with a run's.
+
+    Raises:
+        InvalidInputError: a missing file, a directory, or a file that is not UTF-8 CSV.
+    """
+    path = _existing_file(path)
+    return _read_text_table(path, nrows=1).iloc[0].astype(str).str.strip().tolist()
+
+
+def _existing_file(path: str | Path) -> Path:
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise InvalidInputError(f"CSV file {path} is a directory; give the CSV file itself")
+    if not path.is_file():
+        raise InvalidInputError(f"CSV file {path} does not exist")
+    return path
+
+
+def _read_text_table(path: Path, *, nrows: int | None = None) -> pd.DataFrame:
+    """Every cell of the CSV as text, the header as row 0."""
+    try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
+        return pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
+                           skipinitialspace=True, nrows=nrows)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: it is not UTF-8 text ({exc.reason} "
+                                f"at byte {exc.start}); save it as UTF-8") from exc
+    except pd.errors.EmptyDataError as exc:
+        raise InvalidInputError(f"cannot read {path} as CSV: the file is empty") from exc
+    except pd.errors.ParserError as exc:  # pandas' text: "Error tokenizing data. C error: ..."
+        detail = " ".join(str(exc).split()).split("C error: ")[-1]
+        raise InvalidInputError(
+            f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
+            "fields as the header") from exc
 
 
 def _select_channels(

@@ -260,21 +260,27 @@ def public_forecaster(*, seq_len: int, horizon: int,
 
 
 def evaluate(model: LinearForecaster, windows: WindowDataset, *,
-             batch_size: int = 1024) -> dict[str, float]:
+             batch_size: int = 1024, by_channel: bool = False) -> dict:
     """Test MSE and MAE over all windows, channels and steps, in the dataset's units
-    (z-scored for :func:`load_forecasting_data`'s splits)."""
+    (z-scored for :func:`load_forecasting_data`'s splits); ``by_channel`` adds
+    ``by_channel``: ``{"mse": [...], "mae": [...]}``, one value per channel."""
     batch_size = require_positive_int("batch_size", batch_size)
-    sq = ab = 0.0
+    sq = torch.zeros(windows.n_channels, dtype=torch.float64)
+    ab = torch.zeros(windows.n_channels, dtype=torch.float64)
     count = 0
     with torch.no_grad():
         for start in range(0, len(windows), batch_size):
             index = torch.arange(start, min(start + batch_size, len(windows)))
             x, y = windows.windows(index)
-            err = model.predict(x.double()) - y.double()
-            sq += float((err * err).sum())
-            ab += float(err.abs().sum())
-            count += err.numel()
-    return {"mse": sq / count, "mae": ab / count}
+            err = model.predict(x.double()) - y.double()  # (B, H, C)
+            sq += (err * err).sum(dim=(0, 1))
+            ab += err.abs().sum(dim=(0, 1))
+            count += err.shape[0] * err.shape[1]
+    out: dict = {"mse": float(sq.sum()) / (count * len(sq)),
+                 "mae": float(ab.sum()) / (count * len(ab))}
+    if by_channel:
+        out["by_channel"] = {"mse": (sq / count).tolist(), "mae": (ab / count).tolist()}
+    return out
 
 
 # --------------------------------------------------------------------------------------------

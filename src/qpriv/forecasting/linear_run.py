@@ -4,8 +4,9 @@
 (``public``, ``ridge``, ``dp-linear``; :mod:`qpriv.forecasting.linear`) to :func:`run_linear`.
 The run writes the same files as a backbone run where they apply (``config.json`` first, then
 the kernel and ``result.json``, atomically), and its result has the same top-level fields
-(``mse``, ``mae`` on the z-scored test split, ``val_loss``, ``windows``, ``privacy``), with
-every privacy claim in ``claims`` and DP's headline claim as ``eps``.
+(``mse``, ``mae`` on the z-scored test split, ``original_units`` per channel, ``val_loss``,
+``windows``, ``privacy``), with every privacy claim in ``claims`` and DP's headline claim as
+``eps``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear import (
     STANDARD_LINEAR,
     evaluate,
@@ -31,6 +33,7 @@ from qpriv.forecasting.linear import (
 from qpriv.forecasting.linear_dpsgd import fit_dpsgd_linear
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
+from qpriv.forecasting.metrics import original_units
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
@@ -117,15 +120,21 @@ def run_linear(
                 data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
                 scaler="data" if scaler == "public" else "private")
         seconds = time.perf_counter() - tic
-        test, val = evaluate(model, data.test), evaluate(model, data.val)
+        test, val = evaluate(model, data.test, by_channel=True), evaluate(model, data.val)
+        # the kernel is equivariant to per-channel affine maps: the z-scored errors times the
+        # loader's std are the errors of the forecasts made in the file's own units
+        by_channel = original_units(channels=data.channels, scaler=data.scaler,
+                                    by_channel=test.pop("by_channel"))
     claim_entries = [claim.to_json() for claim in claims]
     result = {
         "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
-        "seed": seed, **test, "val_loss": val["mse"], "best_epoch": None, "epochs": None,
+        "seed": seed, **test, "original_units": by_channel, "val_loss": val["mse"],
+        "best_epoch": None, "epochs": None,
         "diverged_epoch": None, "seconds": seconds,
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},
         "params": {"total": int(model.kernel.size)},
+        "inference": InferenceRecord.from_data(data, keep_scaler=False).to_json(),
         "privacy": entry.privacy, "eps_per_pass": None,
         **({"eps": claim_entries[0]} if claim_entries else {}),
         "claims": claim_entries, "unit": unit,

@@ -95,13 +95,16 @@ class LDPTForecaster(nn.Module):
         self.seed_noise(0)
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x (B, L, C)`` -> forecast ``(B, H, C)``; one pass draws fresh shots and noise."""
+        """``x (B, L, C)`` -> forecast ``(B, H, C)``; one pass draws fresh shots and noise.
+        An input of another dtype (float64, say) is cast to the weights' (float32)."""
         cfg = self.config
         if x.ndim != 3 or x.shape[1:] != (cfg.seq_len, cfg.n_channels):
             raise InvalidInputError(
                 f"input shape {tuple(x.shape)} is not (batch, seq_len = {cfg.seq_len}, "
                 f"n_channels = {cfg.n_channels})"
             )
+        if x.dtype != self.head.linear.weight.dtype:
+            x = x.to(self.head.linear.weight.dtype)
         shots_rng, noise_rng = self._generators(x.device)
         if cfg.input_noise > 0:  # DP-Input: the raw window is noised before anything reads it
             x = x + cfg.input_noise * torch.randn(x.shape, generator=noise_rng, device=x.device,

@@ -72,7 +72,10 @@ class ForecastRequest:
 @dataclass(frozen=True)
 class ForecastResult:
     """What a run gave: result.json. Metrics are on the z-scored test split; ``mse`` is None
-    when training diverged before any finite validation loss. ``raw`` is the whole object."""
+    when training diverged before any finite validation loss. ``original_units`` holds the
+    test MSE and MAE per channel in the data's own units (``{"mse": {channel: value}, "mae":
+    {...}}``; None for a run from before they were recorded, or without a test number).
+    ``raw`` is the whole object."""
 
     method: str
     best_epoch: int
@@ -82,6 +85,7 @@ class ForecastResult:
     epochs: int | None = None
     mse: float | None = None
     mae: float | None = None
+    original_units: Mapping[str, Any] | None = None
     val_loss: float | None = None
     diverged_epoch: int | None = None
     seconds_per_epoch: float | None = None
@@ -110,7 +114,8 @@ class ForecastResult:
                 privacy=str(data.get("privacy", "none")), dataset=str(data.get("dataset", "")),
                 horizon=data.get("horizon"), epochs=data.get("epochs"),
                 mse=_number(data.get("mse")),
-                mae=_number(data.get("mae")), val_loss=_number(data.get("val_loss")),
+                mae=_number(data.get("mae")), original_units=data.get("original_units"),
+                val_loss=_number(data.get("val_loss")),
                 diverged_epoch=data.get("diverged_epoch"),
                 seconds_per_epoch=_number(data.get("seconds_per_epoch")),
                 windows=dict(data.get("windows") or {}),

@@ -27,6 +27,7 @@ import torch
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
@@ -36,6 +37,7 @@ from qpriv.forecasting.methods import (
     setup_method,
 )
 from qpriv.forecasting.methods import method as method_entry
+from qpriv.forecasting.metrics import original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.records import CLAIM_KEYS
 from qpriv.forecasting.rigorous import (
@@ -165,7 +167,10 @@ def run_forecast(
 
     Returns:
         The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
-        ``eval_passes > 1`` also means and stds), ``val_loss``, ``best_epoch``, ``epochs``,
+        ``eval_passes > 1`` also means and stds), ``original_units`` (the same pass's test
+        MSE and MAE per channel in the data's own units,
+        :func:`qpriv.forecasting.metrics.original_units`), ``val_loss``, ``best_epoch``,
+        ``epochs``,
         ``diverged_epoch`` (the epoch whose loss was not finite and ended training, None if
         none; the test numbers are then the best earlier epoch's, or None when there is
         none), ``seconds_per_epoch``, ``params`` (per group, with the paper's), ``method``,
@@ -283,8 +288,9 @@ def run_forecast(
         fit = trainer.fit(resume=resume)
         # a run that diverged before any finite validation loss holds NaN weights: no test
         # number rather than a NaN one
-        test = (trainer.evaluate(data.test) if fit.best_epoch
+        test = (trainer.evaluate(data.test, by_channel=True) if fit.best_epoch
                 else {"mse": None, "mae": None})
+        by_channel = test.pop("by_channel", None)
 
     result = {
         "method": method,
@@ -293,6 +299,8 @@ def run_forecast(
         "seq_len": seq_len,
         "seed": seed,
         **test,
+        "original_units": (None if by_channel is None else original_units(
+            channels=data.channels, scaler=data.scaler, by_channel=by_channel)),
         "val_loss": fit.best_val_loss,
         "best_epoch": fit.best_epoch,
         "epochs": epochs,
@@ -301,6 +309,7 @@ def run_forecast(
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},
         "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
+        "inference": InferenceRecord.from_data(data, keep_scaler=True).to_json(),
         **_feature_counts(model),
         **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
                    strategy=trainer.strategy.report(), eps=eps, delta=delta),

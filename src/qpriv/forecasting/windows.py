@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 import numpy as np
+import pandas as pd
 import torch
 from torch.utils.data import Dataset
 
@@ -310,6 +311,8 @@ class ForecastData:
     The three datasets are views of one float32 tensor of the scaled rows; ``scaler`` maps
     back to the file's units. ``split`` holds the row ranges in the file (val and test
     include their L look-back rows); ``convention`` is ``"ett-hourly"`` or ``"custom"``.
+    ``dates`` are the timestamps of every row of the file (None where the data was not read
+    from a file).
     """
 
     dataset: str
@@ -323,6 +326,7 @@ class ForecastData:
     horizon: int
     convention: SplitConvention
     split: SplitRows
+    dates: pd.DatetimeIndex | None = None
 
     @property
     def n_channels(self) -> int:
@@ -427,4 +431,5 @@ def load_forecasting_data(
         horizon=horizon,
         convention=convention,
         split=rows,
+        dates=pd.DatetimeIndex(frame.index),
     )

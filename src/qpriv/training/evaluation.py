@@ -63,16 +63,20 @@ def evaluate(
     passes: int = 1,
     batch_size: int = 256,
     amp: bool = False,
-) -> dict[str, float]:
+    by_channel: bool = False,
+) -> dict:
     """MSE and MAE of ``model`` on ``data`` (z-scored targets), over ``passes`` noise seeds.
 
     Returns ``mse`` and ``mae`` of the first pass (seed ``seed``), and for ``passes > 1`` also
     ``mse_mean``, ``mse_std``, ``mae_mean``, ``mae_std`` over the passes and ``passes``.
+    ``by_channel`` adds ``by_channel``: ``{"mse": [...], "mae": [...]}``, one value per channel
+    of the first pass (their mean is ``mse`` and ``mae``: every channel has as many values).
     """
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
     mses, maes = [], []
+    channel_sq = channel_ab = None
     try:
         for m in range(passes):
             sq = ab = 0.0
@@ -87,11 +91,20 @@ def evaluate(
                     sq += float(err.square().sum())
                     ab += float(err.abs().sum())
                     count += err.numel()
+                    if by_channel and m == 0:  # (B, H, C): sums over windows and steps
+                        part_sq = err.double().square().sum(dim=(0, 1)).cpu()
+                        part_ab = err.double().abs().sum(dim=(0, 1)).cpu()
+                        channel_sq = part_sq if channel_sq is None else channel_sq + part_sq
+                        channel_ab = part_ab if channel_ab is None else channel_ab + part_ab
             mses.append(sq / count)
             maes.append(ab / count)
     finally:
         model.train(was_training)
-    out = {"mse": mses[0], "mae": maes[0]}
+    out: dict = {"mse": mses[0], "mae": maes[0]}
+    if by_channel and channel_sq is not None:
+        per_channel = count / channel_sq.numel()
+        out["by_channel"] = {"mse": (channel_sq / per_channel).tolist(),
+                             "mae": (channel_ab / per_channel).tolist()}
     if passes > 1:
         out.update(passes=passes, mse_mean=_mean(mses), mse_std=_std(mses),
                    mae_mean=_mean(maes), mae_std=_std(maes))

@@ -435,14 +435,16 @@ class Trainer:
         for group in self.optimizer.param_groups:
             group["lr"] = group["base_lr"] * progress
 
-    def evaluate(self, data: WindowSource, *, passes: int | None = None) -> dict[str, float]:
-        """MSE and MAE on ``data`` with the fixed evaluation seed (see :func:`evaluate`)."""
+    def evaluate(self, data: WindowSource, *, passes: int | None = None,
+                 by_channel: bool = False) -> dict:
+        """MSE and MAE on ``data`` with the fixed evaluation seed (see :func:`evaluate`;
+        ``by_channel`` adds the first pass's per-channel values)."""
         cfg = self.config
         if hasattr(data, "to"):
             data = data.to(self.device)
         return evaluate(
             self.model, data, seed=cfg.eval_seed, passes=passes or cfg.eval_passes,
-            batch_size=cfg.eval_batch_size, amp=self.amp,
+            batch_size=cfg.eval_batch_size, amp=self.amp, by_channel=by_channel,
         )
 
     # -- seeding and checkpoints -----------------------------------------------------------

@@ -34,6 +34,7 @@ from qpriv.experiments.report import (
 )
 from qpriv.forecasting import datasets
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import run_forecast
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -238,18 +239,6 @@ def test_a_run_report_shows_every_claim_and_the_scores(tmp_path):
     assert "http" not in html.replace("http-equiv", "")
 
 
-def test_a_linear_run_says_its_forecasts_are_not_drawn(tmp_path):
-    run = _forecast_run(tmp_path / "run", "train_classical.json")
-    config = json.loads((run / "config.json").read_text())
-    _write(run / "config.json", {**config, "model": {"family": "linear", "name": "dp-linear"}})
-    result = json.loads((run / "result.json").read_text())
-    _write(run / "result.json", {**result, "history": [], "epochs": None})
-    html = render_report(run)
-    assert "not available for this run" in html and "linear.npz" in html
-    assert "fitted in closed form" in html
-    assert "<img" not in html
-
-
 def test_a_classifier_report_shows_its_claim_and_curves(tmp_path):
     run = _classifier_run(tmp_path / "clf")
     result = json.loads((run / "result.json").read_text())
@@ -310,6 +299,23 @@ def test_the_forecasts_drawn_are_the_ones_the_run_was_tested_on(ldpt_run_dir):
     assert mse == pytest.approx(run.result.mse, rel=1e-5)
     few = forecast_windows(run, count=3)
     assert list(few.index) == [0, 16, 31] and few.forecast.shape == (3, 24, 7)
+
+
+@needs_ett
+def test_a_linear_run_draws_the_forecasts_it_was_tested_on(tmp_path):
+    """A dp-linear run (linear.npz, no epochs): with every test window the drawn forecasts give
+    its own test MSE, and its page carries the forecast figure but no learning curves."""
+    out = tmp_path / "linear"
+    result = run_forecast(method="dp-linear", eps=1.0, unit="record", seq_len=168, horizon=24,
+                          max_train_windows=256, max_eval_windows=48, out_dir=out,
+                          progress=False)
+    run = load_run(out)
+    drawn = forecast_windows(run, count=10_000)
+    assert len(drawn.index) == result["windows"]["test"] == 48
+    mse = float(np.mean((drawn.forecast - drawn.actual) ** 2))
+    assert mse == pytest.approx(result["mse"], rel=1e-9)
+    page = Page(render_report(out))
+    assert len(page.images) == 1 and "3 test windows" in "".join(page.text)
 
 
 @needs_ett

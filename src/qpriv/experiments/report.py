@@ -45,12 +45,11 @@ from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS
 from qpriv.experiments.runner import epsilon_legend
-from qpriv.forecasting.artifacts import LoadedRun, load_run
-from qpriv.forecasting.methods import LINEAR
+from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import atomic_write_text, read_json_object
-from qpriv.runs.layout import CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
 from qpriv.training.evaluation import seeded_noise
 from qpriv.training.seeding import derive_seed
 
@@ -417,30 +416,9 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                                   "form, in one step."))
     section.children.append(curves)
     section.children.append(Section("Forecasts against the actual values",
-                                    blocks=forecast_blocks(run_dir, request=request,
-                                                           data_dir=data_dir, windows=windows)))
+                                    blocks=forecast_blocks(run_dir, data_dir=data_dir,
+                                                           windows=windows)))
     return section
-
-
-def forecast_blocks(run_dir: Path, *, request: Mapping[str, Any],
-                    data_dir: str | Path | None, windows: int) -> list[Block]:
-    """The forecast-against-actual plot of a run, or a note saying why there is none."""
-    model = request.get("model")
-    if isinstance(model, Mapping) and model.get("family") == LINEAR:
-        return linear_forecast_blocks(run_dir, data_dir=data_dir, windows=windows)
-    return backbone_forecast_blocks(run_dir, data_dir=data_dir, windows=windows)
-
-
-def linear_forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
-                           windows: int) -> list[Block]:
-    """The forecasts of a linear-family run (``linear.npz``).
-
-    Not drawn yet: :func:`qpriv.forecasting.artifacts.load_run` reads runs of the LDPT backbone
-    only. Once it loads linear runs, draw them here as :func:`backbone_forecast_blocks` does.
-    """
-    return [Text(f"Forecasts against the actual values are not available for this run: it is "
-                 f"a linear forecaster fitted in closed form ({LINEAR_MODEL_FILE}), which "
-                 "the report cannot load yet.")]
 
 
 @dataclass(frozen=True)
@@ -459,11 +437,12 @@ class Forecasts:
     """The data row (0-based, in the file) of each window's first forecast step."""
 
 
-def forecast_windows(run: LoadedRun, *, count: int = FORECAST_WINDOWS) -> Forecasts:
+def forecast_windows(run: LoadedRun | LinearRun, *,
+                     count: int = FORECAST_WINDOWS) -> Forecasts:
     """The model's forecasts of ``count`` test windows of ``run``, evenly spaced (first and
-    last included), in one batch with the model's noise seeded as in the run's evaluation
-    (so that with every test window the forecasts are those the run's test MSE was measured
-    on, where they fit in one evaluation batch).
+    last included). A backbone model runs in one batch with its noise seeded as in the run's
+    evaluation (so that with every test window the forecasts are those the run's test MSE was
+    measured on, where they fit in one evaluation batch); a linear kernel is deterministic.
 
     Raises:
         InvalidInputError: the run's data cannot be found, or is not the file it used.
@@ -472,17 +451,20 @@ def forecast_windows(run: LoadedRun, *, count: int = FORECAST_WINDOWS) -> Foreca
     index = np.unique(np.linspace(0, len(test) - 1, min(count, len(test))).round()
                       ).astype(np.int64)
     x, y = test.windows(index)
-    seed = derive_seed(int(run.request.raw.get("seed", 0)), "evaluation")
-    with torch.no_grad(), seeded_noise(run.model, seed):
-        prediction = run.model(x)
+    if isinstance(run, LinearRun):
+        prediction = run.model.predict(x.numpy().astype(np.float64))
+    else:
+        seed = derive_seed(int(run.request.raw.get("seed", 0)), "evaluation")
+        with torch.no_grad(), seeded_noise(run.model, seed):
+            prediction = run.model(x).numpy()
     return Forecasts(index=index, lookback=x.numpy(), actual=y.numpy(),
-                     forecast=prediction.numpy(),
+                     forecast=np.asarray(prediction, dtype=np.float64),
                      file_rows=tuple(test.row_offset + int(test.starts[i]) + test.seq_len
                                      for i in index))
 
 
-def backbone_forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
-                             windows: int) -> list[Block]:
+def forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
+                    windows: int) -> list[Block]:
     """The plot of :func:`forecast_windows`: per channel, the look-back's tail, the actual
     values and the forecast. A run whose data or weights cannot be read gets a note instead."""
     try:

@@ -247,7 +247,7 @@ def test_train_classifier_reports_divergence(capsys):
         (["train-classifier", "--delta", "1e-5"], "--delta is the delta of --eps"),
         (["train-classifier", "--model", "mlp", "--tau", "2", "--shots", "10"],
          "--tau, --shots set the quantum models; model 'mlp' takes none"),
-        (["train-classifier", "--clip", "abc"], "'structural' or 'none'"),
+        (["train-classifier", "--clip", "abc"], "'analytic' or 'none'"),
         (["train-classifier", "--task", "images"], "task"),
     ],
 )

@@ -135,12 +135,19 @@ def test_pair_sort_keeps_the_values_and_never_grows_a_gradient_at_ties() -> None
     assert jacobian_norm(PairSort(), z[:1]) == pytest.approx(1.0)
     # why PairSort: deel-torchlip's GroupSort2 sends both gradients of a tie to one unit
     assert jacobian_norm(torchlip.GroupSort2(), tied) == pytest.approx(math.sqrt(2))
+    # in the model: at x = 0 with zero biases every pair of every layer is tied, and the
+    # backward pass through the network still grows nothing (||J|| <= 1 / tau)
+    model = _model()
+    jac = torch.autograd.functional.jacobian(lambda v: model(v[None])[0],
+                                             torch.zeros(N_FEATURES))
+    assert float(torch.linalg.matrix_norm(jac, ord=2)) <= (1 + 1e-5) / TAU
 
 
 def test_every_per_example_gradient_of_trained_weights_is_within_the_bound() -> None:
     model = _train(_model())
     assert max(model.weight_norms()) == pytest.approx(1.0, abs=1e-5)  # the ball's edge
-    assert max(float(layer.bias.detach().norm()) for layer in model.layers) == pytest.approx(BIAS_BOUND)
+    bias_norms = [float(layer.bias.detach().norm()) for layer in model.layers]
+    assert max(bias_norms) == pytest.approx(BIAS_BOUND)
     x, y = _data(400, seed=9)
     assert float(x.norm(dim=1).max()) > 2 * INPUT_BOUND  # the input clipping acts
     assert bound_violations(model, x, y) == []

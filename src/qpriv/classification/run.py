@@ -371,12 +371,12 @@ def _validate(**args) -> dict:
                 key, value, low=0.0, low_inclusive=key == "bias_bound",
                 hint="a public norm bound of clip 'analytic'")
     elif any(v is not None for v in analytic.values()):
-        raise InvalidInputError("input_bound and bias_bound set clip = 'analytic''s bound; "
+        raise InvalidInputError("input_bound and bias_bound set the bound of clip = 'analytic'; "
                                 f"clip = {clip!r} takes neither: leave them out")
     if clip == "analytic" and args["preclip_noise"]:
         raise InvalidInputError(
-            f"preclip_noise = {args['preclip_noise']!r} would break clip = 'analytic''s bound "
-            "(noised gradients are unbounded): leave it at 0")
+            f"preclip_noise = {args['preclip_noise']!r} would break the bound of clip = "
+            "'analytic' (noised gradients are unbounded): leave it at 0")
     request = dict(args)
     if clip == "analytic":
         request.update(analytic)

@@ -150,10 +150,13 @@ def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:
             print(f"  {key.replace('_', ' ')}: {value}")
     bound = result.raw.get("gradient_bound") or {}
     if "derivation" in bound:  # clip "analytic": the bound the noise is calibrated to
-        largest = bound["max_example_norm_over_bound"]
-        print(f"  analytic per-example gradient bound Delta: "
-              f"{bound['per_example_norm_bound']:.4g} (largest measured norm "
-              f"{'undefined' if largest is None else f'{largest:.3f}'} of it, every epoch)")
+        ratio = bound["max_example_norm_over_bound"]
+        measured = ("" if ratio is None else
+                    f"; the largest per-example norm measured, over every epoch, is "
+                    f"{ratio:.3f} x Delta")
+        print(f"  analytic per-example gradient bound Delta = "
+              f"{bound['per_example_norm_bound']:.4g} (the noise is sigma x Delta, nothing is "
+              f"clipped{measured})")
     if result.diagnostics_scope:
         print(f"  diagnostics: {result.diagnostics_scope}")
     for note in result.privacy_notes:

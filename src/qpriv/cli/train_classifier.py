@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from qpriv.classification.records import ClassifierResult
-from qpriv.classification.run import DEFAULT_LR, train_classifier
+from qpriv.classification.run import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU, train_classifier
 from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
     add_command,
@@ -60,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="std s of Gaussian noise added to every per-example gradient before "
                          "clipping (the paper's symmetrisation; not counted as privacy)")
     tc.add_argument("--tau", type=float,
-                    help="logit temperature (quantum and --clip analytic; default: 0.5)")
+                    help=f"logit temperature (quantum, default {DEFAULT_TAU:g}; --clip analytic, "
+                         f"default {ANALYTIC_TAU:g})")
     tc.add_argument("--input-bound", type=float,
                     help="--clip analytic: inputs are clipped to this L2 norm (default: 16)")
     tc.add_argument("--bias-bound", type=float,

@@ -92,11 +92,12 @@ class LipschitzMLP(nn.Module):
     The bound is on the input Lipschitz constant; it does not bound the per-example gradient
     with respect to the parameters by C, so DP-SGD still clips (the diagnostics measure how
     often), and the paper's "Lipschitz networks avoid clipping bias altogether" does not hold
-    for this model. The trainable parameters are deel-torchlip's raw weights, which the
-    constrained weights do not depend on in scale (V and 10 V give the same network), so the
-    per-example gradient norms, and how much is clipped, scale as 1 / ||V|| (the biases'
-    part aside): at C = 1.5 and initialisation nearly every example is clipped, and ten-fold
-    raw weights cut the mean norm several-fold without changing a logit.
+    for this model (it does for :class:`ProjectedLipschitzMLP`). The trainable parameters are
+    deel-torchlip's raw weights, which the constrained weights do not depend on in scale (V
+    and 10 V give the same network), so the per-example gradient norms, and how much is
+    clipped, scale as 1 / ||V|| (the biases' part aside): at C = 1.5 and initialisation
+    nearly every example is clipped, and ten-fold raw weights cut the mean norm several-fold
+    without changing a logit.
 
     deel-torchlip recomputes the constrained weights only in training mode and uses a
     cache in eval mode, through which no gradient flows; keep this model in training mode
@@ -174,6 +175,9 @@ class ProjectedLipschitzMLP(nn.Module):
     effective weight and projecting after the step bounds it.
     """
 
+    WEIGHT_NORM_BOUND = 1.0
+    """The radius of every weight's spectral-norm ball."""
+
     def __init__(
         self, *, n_features: int, n_classes: int, hidden: Sequence[int] = (32, 32),
         tau: float = 1.0, input_bound: float = 16.0, bias_bound: float = 1.0,
@@ -218,8 +222,8 @@ class ProjectedLipschitzMLP(nn.Module):
         """Weights onto ||W||_2 <= 1 (singular values clipped at 1), biases onto ||b|| <= B."""
         for layer in self.layers:
             u, s, vh = torch.linalg.svd(layer.weight, full_matrices=False)
-            if float(s.max()) > 1.0:
-                layer.weight.copy_(u @ torch.diag(s.clamp(max=1.0)) @ vh)
+            if float(s.max()) > self.WEIGHT_NORM_BOUND:
+                layer.weight.copy_(u @ torch.diag(s.clamp(max=self.WEIGHT_NORM_BOUND)) @ vh)
             norm = float(torch.linalg.vector_norm(layer.bias))
             if norm > self.bias_bound:
                 layer.bias.mul_(self.bias_bound / norm)
@@ -233,7 +237,8 @@ class ProjectedLipschitzMLP(nn.Module):
                               ) -> tuple[LayerGradientBound, ...]:
         """Per-layer bounds with ``weight_norms`` (default: the constraint, 1 for every layer;
         :meth:`weight_norms` gives the current weights' own, a tighter bound of the moment)."""
-        radii = [1.0] * len(self.layers) if weight_norms is None else list(weight_norms)
+        radii = ([self.WEIGHT_NORM_BOUND] * len(self.layers) if weight_norms is None
+                 else list(weight_norms))
         return lipschitz_mlp_gradient_bounds(
             input_bound=self.input_bound, weight_norms=radii,
             bias_bounds=[self.bias_bound] * len(self.layers),

@@ -32,7 +32,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from qpriv.classification.bounds import clipping_bias_bound, structural_clip
+from qpriv.classification.bounds import (
+    clipping_bias_bound,
+    cross_entropy_lipschitz,
+    structural_clip,
+)
 from qpriv.classification.data import TASKS, ClassificationData, load_task
 from qpriv.classification.dpsgd import LR_HINT, MAX_LR, DPSGDConfig, train_dpsgd
 from qpriv.classification.loader import fit_loaders
@@ -435,7 +439,7 @@ def _build_model(model: str, data: ClassificationData, request: dict, *,
     n_features, n_classes = data.n_features, data.n_classes
     if model == "mlp":
         return TanhMLP(n_features=n_features, n_classes=n_classes, hidden=request["hidden"])
-    if model == "lipschitz" and "input_bound" in request:  # clip "analytic"
+    if model == "lipschitz" and request["clip"] == "analytic":
         return ProjectedLipschitzMLP(
             n_features=n_features, n_classes=n_classes, hidden=request["hidden"],
             tau=request["tau"], input_bound=request["input_bound"],
@@ -491,9 +495,9 @@ def _analytic_bound_info(net: ProjectedLipschitzMLP, history: list[dict]) -> dic
     return {
         "per_example_norm_bound": bound,
         "derivation": ANALYTIC_DERIVATION,
-        "loss_lipschitz": math.sqrt(2.0) / net.tau,
+        "loss_lipschitz": cross_entropy_lipschitz(tau=net.tau),
         "input_bound": net.input_bound, "bias_bound": net.bias_bound, "tau": net.tau,
-        "weight_norm_bound": 1.0,
+        "weight_norm_bound": net.WEIGHT_NORM_BOUND,
         "final_weight_norms": net.weight_norms(),
         "layers": [{"input_norm": b.input_norm, "output_gradient": b.output_gradient,
                     "weight": b.weight, "bias": b.bias, "total": b.total}

@@ -185,6 +185,23 @@ def test_train_classifier_json(capsys):
         assert key in result["final_diagnostics"]
 
 
+def test_train_classifier_clipless_lipschitz(capsys):
+    argv = ["train-classifier", "--task", "synthetic", "--model", "lipschitz", "--clip",
+            "analytic", "--tau", "1", "--batch", "128", "--eps", "10", "--epochs", "1",
+            "--threads", "1"]
+    assert main([*argv, "--json"]) == 0
+    result = _last_json(capsys)
+    bound = result["gradient_bound"]
+    assert result["final_diagnostics"]["clip_probability"] == 0.0
+    assert result["clip"]["value"] == bound["per_example_norm_bound"] > 0
+    assert 0 < bound["max_example_norm_over_bound"] <= 1.0
+    assert result["eps"]["value"] <= 10.0 + 1e-9 and 0.0 <= result["accuracy"] <= 1.0
+    assert main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"analytic per-example gradient bound Delta = {bound['per_example_norm_bound']:.4g}" \
+        in out and "clip probability: 0" in out
+
+
 def test_an_out_dir_below_a_file_is_one_line(capsys, tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("not a directory")
@@ -247,8 +264,12 @@ def test_train_classifier_reports_divergence(capsys):
         (["train-classifier", "--delta", "1e-5"], "--delta is the delta of --eps"),
         (["train-classifier", "--model", "mlp", "--tau", "2", "--shots", "10"],
          "--tau, --shots set the quantum models; model 'mlp' takes none"),
-        (["train-classifier", "--clip", "abc"], "'structural' or 'none'"),
+        (["train-classifier", "--clip", "abc"], "'analytic' or 'none'"),
         (["train-classifier", "--task", "images"], "task"),
+        (["train-classifier", "--model", "lipschitz", "--input-bound", "4"],
+         "clip = 1.5 takes neither"),
+        (["train-classifier", "--model", "mlp", "--clip", "analytic"],
+         "needs model 'lipschitz'"),
     ],
 )
 def test_train_classifier_bad_input(capsys, argv, needle):

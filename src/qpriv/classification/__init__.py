@@ -17,7 +17,8 @@ One front door, :func:`qpriv.classification.run.train_classifier`::
 The rooms: ``data`` (tasks), ``models`` and ``loader`` (the classifiers and the quantum image
 loader), ``dpsgd`` (per-example gradients, clipping, noise, accountant, the loop),
 ``diagnostics`` (clipping bias, alignment, the MSE decomposition), ``bounds`` (Theorems 3.1
-and 3.2), ``run`` (the front door).
+and 3.2, and the analytic gradient bound of the projected Lipschitz MLP that clipless DP-SGD,
+``clip="analytic"``, calibrates its noise to), ``run`` (the front door).
 """
 
 from qpriv.classification.bounds import (
@@ -26,6 +27,7 @@ from qpriv.classification.bounds import (
     clipping_bias_bound,
     gradient_norm_bound,
     gradient_perturbation,
+    lipschitz_mlp_gradient_bounds,
     structural_clip,
     theorem_3_2_constant,
 )
@@ -45,6 +47,7 @@ from qpriv.classification.loader import LoadedImages, fit_loaders
 from qpriv.classification.models import (
     GroupNormCNN,
     LipschitzMLP,
+    ProjectedLipschitzMLP,
     QuantumClassifier,
     TanhMLP,
     count_parameters,
@@ -58,6 +61,7 @@ __all__ = [
     "GroupNormCNN",
     "LipschitzMLP",
     "LoadedImages",
+    "ProjectedLipschitzMLP",
     "QuantumClassifier",
     "TanhMLP",
     "circuit_constant",
@@ -67,6 +71,7 @@ __all__ = [
     "gradient_diagnostics",
     "gradient_norm_bound",
     "gradient_perturbation",
+    "lipschitz_mlp_gradient_bounds",
     "load_task",
     "noise_multiplier_for",
     "per_example_gradients",

@@ -10,6 +10,12 @@
 * Theorem 3.1 (quantum noise propagated to the loss gradient): the mean and covariance of the
   gradient perturbation caused by global depolarizing lambda and S-shot read-out, by the delta
   method (:func:`gradient_perturbation`; the derivation is in its docstring).
+* The analytic per-example gradient bound of a projected 1-Lipschitz MLP (the clipless DP-SGD
+  of Bethune et al., "DP-SGD without clipping: the Lipschitz neural network way"):
+  :func:`cross_entropy_lipschitz`, :func:`lipschitz_mlp_gradient_bounds` and
+  :func:`global_gradient_bound`, pure functions of the input bound, the weights' spectral
+  norms, the bias bounds and the loss's Lipschitz constant (the derivation is in
+  :func:`lipschitz_mlp_gradient_bounds`).
 
 Why Theorem 3.2 holds (the steps the tests check numerically): |d<O_k>/d theta_j| =
 |<[H_j, O_k(theta)]>| <= 2 ||H_j|| ||O_k|| for the Heisenberg-evolved O_k; the cross-entropy
@@ -85,6 +91,88 @@ def clipping_bias_bound(*, constant: float, tau: float, clip: float) -> float:
     """Theorem 3.2, eq. (24): ||b_C|| = ||E[g - clip_C(g)]|| <= (2 G / tau - C)_+."""
     clip = require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
     return max(0.0, gradient_norm_bound(constant=constant, tau=tau) - clip)
+
+
+# -- the analytic bound of a projected Lipschitz MLP ----------------------------------------------
+
+
+def cross_entropy_lipschitz(*, tau: float) -> float:
+    """Lipschitz constant sqrt(2) / tau of z -> CE(z / tau, y) in the logits z (L2 norm).
+
+    The gradient is (softmax(z / tau) - e_y) / tau, and for any probability vector p,
+    ||p - e_y||_2^2 = (1 - p_y)^2 + sum_{k != y} p_k^2 <= (1 - p_y)^2 + (sum_{k != y} p_k)^2
+    = 2 (1 - p_y)^2 <= 2; the supremum sqrt(2) is approached when p puts all its mass on one
+    wrong class.
+    """
+    tau = require_in_range("tau", tau, low=0.0, hint="the logits are f(x) / tau")
+    return math.sqrt(2.0) / tau
+
+
+@dataclass(frozen=True)
+class LayerGradientBound:
+    """The bounds of one linear layer k of :func:`lipschitz_mlp_gradient_bounds`.
+
+    ``input_norm``: ||h_{k-1}||; ``output_gradient``: ||dL/dz_k||; ``weight``:
+    ||dL/dW_k||_F; ``bias``: ||dL/db_k||; ``total``: sqrt(weight^2 + bias^2).
+    """
+
+    input_norm: float
+    output_gradient: float
+    weight: float
+    bias: float
+
+    @property
+    def total(self) -> float:
+        return math.hypot(self.weight, self.bias)
+
+
+def lipschitz_mlp_gradient_bounds(
+    *, input_bound: float, weight_norms: Sequence[float], bias_bounds: Sequence[float],
+    loss_lipschitz: float,
+) -> tuple[LayerGradientBound, ...]:
+    """Per-layer bounds on every per-example gradient of a Lipschitz MLP, layer by layer.
+
+    The network: h_0 = x with ||x|| <= X (``input_bound``; the model clips its inputs to it),
+    z_k = W_k h_{k-1} + b_k for k = 1..m, h_k = sigma(z_k) for k < m, the loss L(z_m), L-Lipschitz
+    in z_m (``loss_lipschitz``), with ||W_k||_2 <= r_k (``weight_norms``, spectral norms) and
+    ||b_k|| <= B_k (``bias_bounds``). sigma is a norm-preserving activation whose Jacobian has
+    spectral norm <= 1 everywhere (pair sorting: ||sigma(z)|| = ||z||).
+
+    Forward (triangle inequality, norm preservation):
+        ||h_0|| <= X,   ||h_k|| = ||z_k|| <= r_k ||h_{k-1}|| + B_k.
+    Backward (chain rule, ||J_sigma|| <= 1, ||W^T|| = ||W||_2):
+        ||delta_m|| = ||dL/dz_m|| <= L,   ||delta_k|| <= r_{k+1} ||delta_{k+1}||.
+    The layer's gradients are an outer product and a copy:
+        dL/dW_k = delta_k h_{k-1}^T, so ||dL/dW_k||_F = ||delta_k|| ||h_{k-1}||;
+        dL/db_k = delta_k.
+    Hence ||dL/dW_k||_F <= L prod_{j>k} r_j (prod_{j<k} r_j X + sum_{i<k} B_i prod_{i<j<k} r_j)
+    and ||dL/db_k|| <= L prod_{j>k} r_j. The global bound on the whole per-example gradient is
+    the root of the sum of the squares (:func:`global_gradient_bound`).
+    """
+    x = require_in_range("input_bound", input_bound, low=0.0, hint="inputs are clipped to it")
+    lip = require_in_range("loss_lipschitz", loss_lipschitz, low=0.0, low_inclusive=True)
+    radii = [require_in_range("weight norm", r, low=0.0, low_inclusive=True)
+             for r in weight_norms]
+    biases = [require_in_range("bias bound", b, low=0.0, low_inclusive=True)
+              for b in bias_bounds]
+    if not radii or len(radii) != len(biases):
+        raise InvalidInputError(
+            f"give one weight norm and one bias bound per layer; got {len(radii)} and "
+            f"{len(biases)}"
+        )
+    inputs = [x]
+    for r, b in zip(radii[:-1], biases[:-1], strict=True):
+        inputs.append(r * inputs[-1] + b)
+    deltas = [lip]
+    for r in reversed(radii[1:]):
+        deltas.insert(0, r * deltas[0])
+    return tuple(LayerGradientBound(input_norm=h, output_gradient=d, weight=d * h, bias=d)
+                 for h, d in zip(inputs, deltas, strict=True))
+
+
+def global_gradient_bound(layers: Sequence[LayerGradientBound]) -> float:
+    """The bound on the whole per-example gradient: sqrt(sum_k ||g_k||^2) over the layers."""
+    return math.sqrt(sum(layer.total ** 2 for layer in layers))
 
 
 # -- Theorem 3.1 ----------------------------------------------------------------------------------

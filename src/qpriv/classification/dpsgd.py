@@ -8,7 +8,15 @@ Learning with Differential Privacy", Algorithm 1):
 3. clip, c_i = g_i min(1, C / ||g_i||);
 4. sum, add N(0, sigma^2 C^2 I), divide by the batch size (by the expected size qN under
    Poisson sampling, as Opacus does);
-5. hand the result to the optimizer as the gradient (post-processing).
+5. hand the result to the optimizer as the gradient (post-processing); a model with a
+   constraint set (``project``, :class:`qpriv.classification.models.ProjectedLipschitzMLP`)
+   is projected back onto it after every step.
+
+Clipless DP-SGD (``clip="analytic"`` at the front door) is the same update with C set to the
+model's analytic bound Delta on every per-example gradient norm: the noise is sigma Delta, and
+the clipping in step 3 never acts (the diagnostics measure p_clip = 0); it stays as a guard,
+so that the sum's sensitivity is Delta even if floating-point rounding were to nudge a norm
+past the bound.
 
 The noise multiplier sigma comes from Opacus's RDP accountant for the real sample rate
 q = |B| / N, number of steps and delta
@@ -193,6 +201,8 @@ def dp_step(
     optimizer.zero_grad(set_to_none=True)
     assign_flat_gradient(model, update["all"])
     optimizer.step()
+    if hasattr(model, "project"):  # back onto the constraint set the gradient bound assumes
+        model.project()
     return {"batch_clip_fraction": clipped_fraction, "loss": loss}
 
 

@@ -5,6 +5,10 @@
 * :class:`LipschitzMLP`: the same shape built from deel-torchlip's gradient-norm-preserving
   layers (``SpectralLinear`` with orthogonalised weights, ``GroupSort2``), Lipschitz constant
   matched to the clipping threshold C.
+* :class:`ProjectedLipschitzMLP`: a 1-Lipschitz MLP for clipless DP-SGD: weights and biases
+  projected onto norm balls after every step, inputs clipped to a public norm, so every
+  per-example gradient has an analytic bound (:mod:`qpriv.classification.bounds`) and DP-SGD
+  calibrates its noise to it instead of clipping.
 * :class:`QuantumClassifier`: the variational quantum classifier (Definition 1): amplitude
   encoding, L layers of RZ RY RZ and a CNOT ring, logits <Z_k> / tau, cross-entropy. It also
   serves the quantum image pipeline, fed with the states of the hierarchically learned
@@ -28,7 +32,14 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from qpriv.classification.bounds import circuit_constant, gradient_norm_bound
+from qpriv.classification.bounds import (
+    LayerGradientBound,
+    circuit_constant,
+    cross_entropy_lipschitz,
+    global_gradient_bound,
+    gradient_norm_bound,
+    lipschitz_mlp_gradient_bounds,
+)
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.quantum.circuits import VariationalCircuit, sample_expectations
 from qpriv.quantum.states import amplitude_encode_with_mask
@@ -81,11 +92,12 @@ class LipschitzMLP(nn.Module):
     The bound is on the input Lipschitz constant; it does not bound the per-example gradient
     with respect to the parameters by C, so DP-SGD still clips (the diagnostics measure how
     often), and the paper's "Lipschitz networks avoid clipping bias altogether" does not hold
-    for this model. The trainable parameters are deel-torchlip's raw weights, which the
-    constrained weights do not depend on in scale (V and 10 V give the same network), so the
-    per-example gradient norms, and how much is clipped, scale as 1 / ||V|| (the biases'
-    part aside): at C = 1.5 and initialisation nearly every example is clipped, and ten-fold
-    raw weights cut the mean norm several-fold without changing a logit.
+    for this model (it does for :class:`ProjectedLipschitzMLP`). The trainable parameters are
+    deel-torchlip's raw weights, which the constrained weights do not depend on in scale (V
+    and 10 V give the same network), so the per-example gradient norms, and how much is
+    clipped, scale as 1 / ||V|| (the biases' part aside): at C = 1.5 and initialisation
+    nearly every example is clipped, and ten-fold raw weights cut the mean norm several-fold
+    without changing a logit.
 
     deel-torchlip recomputes the constrained weights only in training mode and uses a
     cache in eval mode, through which no gradient flows; keep this model in training mode
@@ -118,6 +130,124 @@ class LipschitzMLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x.flatten(1))
+
+
+class PairSort(nn.Module):
+    """GroupSort with groups of two: each pair (a, b) of units becomes (min, max).
+
+    1-Lipschitz and norm-preserving (it permutes values), like deel-torchlip's ``GroupSort2``,
+    which computes the same values. The difference is at ties: deel-torchlip 1.0.5 takes
+    ``min`` and ``max`` along the pair axis, and where a = b both return the same index, so the
+    backward pass routes both output gradients to one unit and its Jacobian there has spectral
+    norm sqrt(2), not 1. ``torch.minimum`` and ``torch.maximum`` split a tie's gradient
+    evenly, a Jacobian ((1/2, 1/2), (1/2, 1/2)) of norm 1, so the backward pass never grows a
+    gradient: what :func:`qpriv.classification.bounds.lipschitz_mlp_gradient_bounds` needs
+    everywhere, not just almost everywhere (a zero input with zero biases ties every pair).
+    """
+
+    def forward(self, z: Tensor) -> Tensor:
+        if z.shape[-1] % 2:
+            raise InvalidInputError(f"PairSort needs an even width, got {z.shape[-1]}")
+        pairs = z.unflatten(-1, (-1, 2))
+        a, b = pairs[..., 0], pairs[..., 1]
+        return torch.stack([torch.minimum(a, b), torch.maximum(a, b)], dim=-1).flatten(-2)
+
+
+class ProjectedLipschitzMLP(nn.Module):
+    """A 1-Lipschitz MLP whose per-example parameter gradients are bounded by construction.
+
+    Forward: x is clipped to norm X (``input_bound``, a public constant: x min(1, X / ||x||)),
+    then ``Linear -> PairSort -> ... -> Linear``, and the logits are the output divided by
+    ``tau``. The trainable parameters are the effective weights W_k and biases b_k themselves
+    (plain ``nn.Linear``, orthogonal initialisation, zero biases), and :meth:`project`, called
+    after every optimizer step, puts them back in the constraint set: W_k onto the spectral-norm
+    ball ||W_k||_2 <= 1 (singular values clipped at 1: the Euclidean projection) and b_k onto
+    the ball ||b_k|| <= B (``bias_bound``). The network is then (1 / tau)-Lipschitz in its
+    input, and with the cross-entropy (sqrt(2)-Lipschitz in the logits before the temperature)
+    every per-example gradient is bounded by :meth:`gradient_bound`, whatever the example and
+    wherever training has taken the weights: DP-SGD calibrates its noise to that bound and
+    never clips (the clipless DP-SGD of Bethune et al., "DP-SGD without clipping: the Lipschitz
+    neural network way").
+
+    Why not deel-torchlip's ``SpectralLinear`` (:class:`LipschitzMLP`): its trainable tensor is
+    a raw weight V that the layer normalises in the forward pass, and the gradient with respect
+    to V scales as 1 / ||V||, which nothing bounds. Differentiating with respect to the
+    effective weight and projecting after the step bounds it.
+    """
+
+    WEIGHT_NORM_BOUND = 1.0
+    """The radius of every weight's spectral-norm ball."""
+
+    def __init__(
+        self, *, n_features: int, n_classes: int, hidden: Sequence[int] = (32, 32),
+        tau: float = 1.0, input_bound: float = 16.0, bias_bound: float = 1.0,
+    ):
+        super().__init__()
+        widths = (require_positive_int("n_features", n_features), *_widths(hidden),
+                  require_positive_int("n_classes", n_classes))
+        if any(w % 2 for w in widths[1:-1]):
+            raise InvalidInputError(
+                f"hidden widths {widths[1:-1]} must be even: PairSort sorts pairs of units"
+            )
+        self.tau = require_in_range("tau", tau, low=0.0, hint="the logits are f(x) / tau")
+        self.input_bound = require_in_range("input_bound", input_bound, low=0.0,
+                                            hint="inputs are clipped to this L2 norm")
+        self.bias_bound = require_in_range("bias_bound", bias_bound, low=0.0,
+                                           low_inclusive=True,
+                                           hint="biases are projected onto this L2 ball")
+        self.layers = nn.ModuleList(nn.Linear(fan_in, fan_out)
+                                    for fan_in, fan_out in itertools.pairwise(widths))
+        self.activation = PairSort()
+        with torch.no_grad():
+            for layer in self.layers:
+                nn.init.orthogonal_(layer.weight)
+                layer.bias.zero_()
+        self.project()
+
+    def clip_input(self, x: Tensor) -> Tensor:
+        """x min(1, X / ||x||) per example: every input norm is at most X."""
+        x = x.flatten(1)
+        norms = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+        return x * torch.clamp(self.input_bound / norms.clamp(min=torch.finfo(x.dtype).tiny),
+                               max=1.0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.clip_input(x)
+        for layer in self.layers[:-1]:
+            h = self.activation(layer(h))
+        return self.layers[-1](h) / self.tau
+
+    @torch.no_grad()
+    def project(self) -> None:
+        """Weights onto ||W||_2 <= 1 (singular values clipped at 1), biases onto ||b|| <= B."""
+        for layer in self.layers:
+            u, s, vh = torch.linalg.svd(layer.weight, full_matrices=False)
+            if float(s.max()) > self.WEIGHT_NORM_BOUND:
+                layer.weight.copy_(u @ torch.diag(s.clamp(max=self.WEIGHT_NORM_BOUND)) @ vh)
+            norm = float(torch.linalg.vector_norm(layer.bias))
+            if norm > self.bias_bound:
+                layer.bias.mul_(self.bias_bound / norm)
+
+    @torch.no_grad()
+    def weight_norms(self) -> list[float]:
+        """The spectral norms ||W_k||_2 of the current weights (<= 1 after :meth:`project`)."""
+        return [float(torch.linalg.matrix_norm(layer.weight, ord=2)) for layer in self.layers]
+
+    def layer_gradient_bounds(self, weight_norms: Sequence[float] | None = None
+                              ) -> tuple[LayerGradientBound, ...]:
+        """Per-layer bounds with ``weight_norms`` (default: the constraint, 1 for every layer;
+        :meth:`weight_norms` gives the current weights' own, a tighter bound of the moment)."""
+        radii = ([self.WEIGHT_NORM_BOUND] * len(self.layers) if weight_norms is None
+                 else list(weight_norms))
+        return lipschitz_mlp_gradient_bounds(
+            input_bound=self.input_bound, weight_norms=radii,
+            bias_bounds=[self.bias_bound] * len(self.layers),
+            loss_lipschitz=cross_entropy_lipschitz(tau=self.tau))
+
+    def gradient_bound(self) -> float:
+        """The bound Delta on every per-example gradient norm under the constraint: the
+        sensitivity of DP-SGD's sum, to which the noise is calibrated."""
+        return global_gradient_bound(self.layer_gradient_bounds())
 
 
 class QuantumClassifier(nn.Module):

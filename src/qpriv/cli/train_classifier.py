@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from qpriv.classification.records import ClassifierResult
-from qpriv.classification.run import DEFAULT_LR, train_classifier
+from qpriv.classification.run import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU, train_classifier
 from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
     add_command,
@@ -21,14 +21,15 @@ from qpriv.errors import InvalidInputError
 
 
 def clip_value(text: str) -> float | str | None:
-    """An argparse type: a clipping threshold, ``structural`` or ``none`` (None)."""
-    if text in ("structural", "none"):
+    """An argparse type: a clipping threshold, ``structural``, ``analytic`` or ``none``
+    (None)."""
+    if text in ("structural", "analytic", "none"):
         return None if text == "none" else text
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected a number, 'structural' or 'none', got {text!r}"
+            f"expected a number, 'structural', 'analytic' or 'none', got {text!r}"
         ) from None
 
 
@@ -40,7 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tc.add_argument("--model", default="quantum",
                     help="mlp, lipschitz, quantum, cnn or quantum-image")
     tc.add_argument("--clip", type=clip_value, default=1.5,
-                    help="clipping threshold C, 'structural' (C = 2G/tau) or 'none'")
+                    help="clipping threshold C, 'structural' (quantum: C = 2G/tau), 'analytic' "
+                         "(lipschitz: clipless DP-SGD, noise calibrated to the analytic "
+                         "per-example gradient bound) or 'none'")
     tc.add_argument("--batch", type=positive_int, default=64,
                     help="expected batch size (Poisson sampling)")
     tc.add_argument("--eps", type=float,
@@ -56,7 +59,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tc.add_argument("--preclip-noise", type=float, default=0.0,
                     help="std s of Gaussian noise added to every per-example gradient before "
                          "clipping (the paper's symmetrisation; not counted as privacy)")
-    tc.add_argument("--tau", type=float, help="logit temperature (quantum; default: 0.5)")
+    tc.add_argument("--tau", type=float,
+                    help=f"logit temperature (quantum, default {DEFAULT_TAU:g}; --clip analytic, "
+                         f"default {ANALYTIC_TAU:g})")
+    tc.add_argument("--input-bound", type=float,
+                    help="--clip analytic: inputs are clipped to this L2 norm (default: 16)")
+    tc.add_argument("--bias-bound", type=float,
+                    help="--clip analytic: biases are projected onto this L2 ball (default: 1)")
     tc.add_argument("--layers", type=positive_int,
                     help="circuit layers L (quantum; default: 8, 28 for quantum-image)")
     tc.add_argument("--depolarizing", type=float,
@@ -81,14 +90,18 @@ def run(args: argparse.Namespace) -> int:
     if args.delta is not None and args.eps is None:
         raise InvalidInputError("--delta is the delta of --eps's (eps, delta)-DP: give --eps "
                                 "with it, or leave both out for a run without noise")
-    quantum_flags = [flag for flag, value in (("--tau", args.tau), ("--layers", args.layers),
+    analytic = args.clip == "analytic"
+    quantum_flags = [flag for flag, value in (("--tau", None if analytic else args.tau),
+                                              ("--layers", args.layers),
                                               ("--depolarizing", args.depolarizing),
                                               ("--shots", args.shots)) if value is not None]
     if quantum_flags and args.model not in ("quantum", "quantum-image"):
         raise InvalidInputError(f"{', '.join(quantum_flags)} set the quantum models; model "
                                 f"{args.model!r} takes none: leave them out")
     optional = {name: value for name, value in (("delta", args.delta), ("tau", args.tau),
-                                                ("depolarizing", args.depolarizing))
+                                                ("depolarizing", args.depolarizing),
+                                                ("input_bound", args.input_bound),
+                                                ("bias_bound", args.bias_bound))
                 if value is not None}  # the library's defaults otherwise
     settings = dict(
         task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
@@ -136,6 +149,15 @@ def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:
         if key in diag:
             value = "undefined" if diag[key] is None else f"{diag[key]:.4g}"
             print(f"  {key.replace('_', ' ')}: {value}")
+    bound = result.raw.get("gradient_bound") or {}
+    if "derivation" in bound:  # clip "analytic": the bound the noise is calibrated to
+        ratio = bound["max_example_norm_over_bound"]
+        measured = ("" if ratio is None else
+                    f"; the largest per-example norm measured, over every epoch, is "
+                    f"{ratio:.3f} x Delta")
+        print(f"  analytic per-example gradient bound Delta = "
+              f"{bound['per_example_norm_bound']:.4g} (the noise is sigma x Delta, nothing is "
+              f"clipped{measured})")
     if result.diagnostics_scope:
         print(f"  diagnostics: {result.diagnostics_scope}")
     for note in result.privacy_notes:

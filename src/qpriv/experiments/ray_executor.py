@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ LOCAL_OBJECT_STORE_BYTES = 256 * 2**20
 """The object store of a local Ray started for one grid: tasks return small answers (and, from
 another node, a cell's files), so a small store keeps the shared memory it reserves small."""
 WAIT_SECONDS = 1.0
+CONNECT_SECONDS = 5.0
+"""How long the head node's port may take to answer (``ray.init`` itself retries for ever)."""
 """How often the bar is redrawn while no task finishes."""
 
 
@@ -95,6 +98,8 @@ class RayExecutor:
         if ray.is_initialized():
             return
         address = self.address or os.environ.get("RAY_ADDRESS") or None
+        if address:
+            check_reachable(address)
         try:
             if address:
                 ray.init(address=address, logging_level=logging.WARNING)
@@ -194,6 +199,29 @@ class RayExecutor:
             except (OSError, ValueError) as error:
                 return CellOutcome(job.key, FAILED, error=f"{type(error).__name__}: {error}")
         return CellOutcome(job.key, DONE, value=answer["value"], resumed=answer["resumed"])
+
+
+def check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` cluster address whose port does not answer within
+    :data:`CONNECT_SECONDS` (``auto``, ``local`` and ``ray://`` addresses are left to Ray).
+
+    Raises:
+        ArgumentError: the address is not HOST:PORT, or nothing listens there.
+    """
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ArgumentError(f"{{address}} = {address} is not HOST:PORT; give the head node's "
+                            "address as 'ray start --head' prints it, e.g. 10.0.0.5:6379")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)),
+                                 timeout=CONNECT_SECONDS).close()
+    except OSError as error:
+        raise ArgumentError(
+            f"no Ray cluster answers at {{address}} = {address} ({error.strerror or error}); "
+            "start one with 'ray start --head' and give its address, or leave {address} and "
+            "$RAY_ADDRESS unset for a local Ray") from None
 
 
 def _tail(text: str, lines: int = 12) -> str:

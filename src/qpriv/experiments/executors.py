@@ -46,8 +46,9 @@ RAY_MODULE = "qpriv.experiments.ray_executor"
 """The module of the Ray executor, imported only when ``ray`` is asked for."""
 RAY_INSTALL = "pip install 'qpriv[ray]'"
 CELL_ERRORS: tuple[type[BaseException], ...] = (QprivError, RuntimeError, ValueError, OSError)
-"""What a failed cell raises: reported with its cell while the grid goes on (anything else is
-a bug of qpriv and stops the grid)."""
+"""What a failed cell raises: reported with its cell while the grid goes on. The local executor
+stops the grid on anything else (a bug of qpriv); the Ray executor reports every error of a
+task with its cell, so that one bug does not lose the other tasks' work."""
 KEPT, DONE, FAILED = "kept", "done", "failed"
 """The states of a :class:`CellOutcome`."""
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]

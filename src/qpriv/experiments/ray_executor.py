@@ -135,24 +135,24 @@ class RayExecutor:
 
     def _run(self, jobs: Sequence[CellJob], *, fingerprint: Fingerprint, progress: bool,
              announce: Callable[[str], None] | None) -> list[CellOutcome]:
-        outcomes: dict[str, CellOutcome] = {}
-        for job in jobs:
+        outcomes: list[CellOutcome | None] = [None] * len(jobs)
+        for i, job in enumerate(jobs):
             if job.finished:
-                outcomes[job.key] = run_here(job, progress=False, announce=announce)
+                outcomes[i] = run_here(job, progress=False, announce=announce)
         driver_node = ray.get_runtime_context().get_node_id()
-        pending: dict[ray.ObjectRef, CellJob] = {}
-        for job in jobs:
+        pending: dict[ray.ObjectRef, int] = {}
+        for i, job in enumerate(jobs):
             if job.finished:
                 continue
             task = run_cell_task.options(num_cpus=job.threads, name=f"qpriv {job.key}")
             pending[task.remote(job.work, fingerprint=fingerprint,
-                                run_dir=str(job.run_dir), driver_node=driver_node)] = job
+                                run_dir=str(job.run_dir), driver_node=driver_node)] = i
         # the tasks in flight run as far as the cluster's CPUs go, the rest wait for them
-        threads = max((job.threads for job in pending.values()), default=1)
+        threads = max((jobs[i].threads for i in pending.values()), default=1)
         capacity = max(1, math.floor(ray.cluster_resources().get("CPU", 1.0) / threads))
-        kept = sum(1 for o in outcomes.values() if o.state == KEPT)
+        kept = sum(1 for o in outcomes if o is not None and o.state == KEPT)
         with work_bar(total=len(jobs), desc="cells", unit="cell", enabled=progress,
-                      initial=len(outcomes)) as bar:
+                      initial=len(jobs) - len(pending)) as bar:
             def say(line: str) -> None:
                 if announce:
                     with bar.external_write_mode():
@@ -161,22 +161,20 @@ class RayExecutor:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1, timeout=WAIT_SECONDS)
                 for ref in ready:
-                    job = pending.pop(ref)
-                    outcome = self._collect(ref, job)
-                    outcomes[job.key] = outcome
+                    i = pending.pop(ref)
+                    outcome = outcomes[i] = self._collect(ref, jobs[i])
                     bar.update(1)
                     if outcome.state == FAILED:
-                        say(f"failed: {job.key}: {outcome.error}")
+                        say(f"failed: {outcome.key}: {outcome.error}")
                     else:
-                        say(f"done: {job.key}" + (" (resumed from its checkpoint)"
-                                                  if outcome.resumed else ""))
-                done = sum(1 for o in outcomes.values() if o.state == DONE)
-                failed = sum(1 for o in outcomes.values() if o.state == FAILED)
+                        say(f"done: {outcome.key}" + (" (resumed from its checkpoint)"
+                                                      if outcome.resumed else ""))
+                states = [o.state for o in outcomes if o is not None]
                 running = min(len(pending), capacity)
-                bar.set_postfix_str(f"kept {kept}, done {done}, failed {failed}, running "
-                                    f"{running}, waiting {len(pending) - running}",
-                                    refresh=True)
-        return [outcomes[job.key] for job in jobs]
+                bar.set_postfix_str(f"kept {kept}, done {states.count(DONE)}, failed "
+                                    f"{states.count(FAILED)}, running {running}, waiting "
+                                    f"{len(pending) - running}", refresh=True)
+        return [outcome for outcome in outcomes if outcome is not None]
 
     def _collect(self, ref: ray.ObjectRef, job: CellJob) -> CellOutcome:
         """The outcome of one finished task, its files written here if it sent them."""

@@ -32,7 +32,9 @@ from qpriv.experiments.executors import (  # noqa: E402 (after the skip)
     make_executor,
 )
 from qpriv.experiments.grid import TINY, Budget, Cell  # noqa: E402
+from qpriv.experiments.ray_executor import run_cell_task  # noqa: E402
 from qpriv.experiments.runner import reproduce_job, run_experiment  # noqa: E402
+from qpriv.runs.directory import write_run_files  # noqa: E402
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
@@ -173,3 +175,23 @@ def test_a_node_with_other_code_is_refused(tmp_path, local_ray):
     assert "install the driver's qpriv (the same version and commit) on every node" \
         in outcome.error
     assert not job.run_dir.exists()  # refused before the cell was touched
+
+
+def test_a_task_on_another_node_sends_the_cell_back_and_the_driver_writes_it(tmp_path,
+                                                                          local_ray):
+    job = reproduce_job(Cell("classical", seed=2024), metrics=("mse",), budget=TINY,
+                        out_dir=tmp_path / "node", data_dir=None, threads=1)
+    # as if the driver ran on another node: the task sends the finished cell's files
+    answer = ray.get(run_cell_task.remote(job.work, fingerprint=Fingerprint.here(["ETTh1"]),
+                                          run_dir=str(job.run_dir), driver_node="elsewhere"))
+    assert answer["value"]["mse"] > 0 and not answer["resumed"]
+    assert sorted(answer["files"]) == ["best.pt", "config.json", "result.json"]
+    assert answer["files"]["result.json"] == (job.run_dir / RESULT_FILE).read_bytes()
+    here = tmp_path / "driver" / "cells" / "tiny" / job.run_dir.name
+    assert write_run_files(here, answer["files"]) is True
+    assert json.loads((here / RESULT_FILE).read_text())["mse"] == answer["value"]["mse"]
+    # the driver's copy is a finished cell: read back, never trained again
+    again = reproduce_job(Cell("classical", seed=2024), metrics=("mse",), budget=TINY,
+                          out_dir=tmp_path / "driver", data_dir=None, threads=1)
+    assert again.run_dir == here and again.finished
+    assert again.work(progress=False) == answer["value"]

@@ -1,6 +1,7 @@
 """The one runner of the experiment registry: cells -> metrics -> rows -> CSV, Markdown, PNG.
 
-Every cell is a forecasting run in ``OUT/cells/<budget>/<cell key>``: a finished cell (its
+Every cell is a forecasting run in ``OUT/cells/<budget>/<cell key>``, handed to an executor
+(:mod:`qpriv.experiments.executors`: here, or as Ray tasks): a finished cell (its
 ``result.json`` exists) is read, never recomputed; a killed cell resumes from its checkpoint; a
 cell that fails is recorded with its error and the others go on. Rows group the cells of one
 (dataset, horizon, method, eps) over seeds (mean, and std with more than one seed). The
@@ -160,9 +161,8 @@ def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir
     out_dir = Path(out_dir).absolute()
     data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
-    attacked = any(m.startswith("mia_") or m == "loss_gap" for m in metrics)
     finished = (run_dir / RESULT_FILE).is_file() and (
-        not attacked or (run_dir / MIA_FILE).is_file())
+        not attacked(metrics) or (run_dir / MIA_FILE).is_file())
     return CellJob(key=cell.key, run_dir=run_dir, threads=threads, finished=finished,
                    work=functools.partial(reproduce_cell, cell, metrics=tuple(metrics),
                                           budget=budget, out_dir=out_dir, data_dir=data_dir,
@@ -231,12 +231,17 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
         "noise_multiplier": result.noise_multiplier,
         "eps_spent": None if spent is None else spent.value,
     }
-    if any(m.startswith("mia_") or m == "loss_gap" for m in metrics) and best:
+    if attacked(metrics) and best:
         values.update(_mia(run_dir, budget=budget, data_dir=data_dir))  # best 0: no model
     chosen = {m: values.get(m) for m in metrics if m in values}
     if result.diverged_epoch:  # the paper's "diverged (†)": counted by aggregate
         chosen["diverged_epoch"] = result.diverged_epoch
     return chosen
+
+
+def attacked(metrics: Sequence[str]) -> bool:
+    """Whether ``metrics`` need Table 9's attack on each cell (kept in ``mia.json``)."""
+    return any(m.startswith("mia_") or m == "loss_gap" for m in metrics)
 
 
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:

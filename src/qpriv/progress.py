@@ -18,11 +18,12 @@ def epoch_bar(*, total: int, epoch: int, epochs: int, enabled: bool) -> tqdm:
 
 
 def work_bar(*, total: int, desc: str, unit: str, enabled: bool,
-             unit_scale: bool = False) -> tqdm:
+             unit_scale: bool = False, initial: int = 0) -> tqdm:
     """A bar over ``total`` units of some long computation (not training), on stderr;
-    ``unit_scale`` writes large counts as 12.3k."""
+    ``unit_scale`` writes large counts as 12.3k; ``initial`` units are done already (they
+    count towards the total, not towards the rate and the ETA)."""
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, leave=False,
-                disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+                disable=not enabled, file=sys.stderr, dynamic_ncols=True, initial=initial)
 
 
 def epoch_summary(row: dict, *, epochs: int, best_epoch: int) -> None:

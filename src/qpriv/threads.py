@@ -1,4 +1,5 @@
-"""torch's CPU thread count for the length of a block, restored afterwards."""
+"""The CPU thread count of torch and of the BLAS library (numpy's, scipy's) for the length of a
+block, restored afterwards."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from qpriv.errors import InvalidInputError
 
@@ -24,20 +26,26 @@ def check_threads(threads: int | None) -> int | None:
 
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[int]:
-    """Run torch on ``threads`` CPU threads inside the block (None: leave the caller's
-    setting), then restore the caller's; yields the count in effect.
+    """Run torch, and the BLAS library under numpy and scipy, on ``threads`` CPU threads
+    inside the block (None: leave the caller's setting), then restore the caller's; yields
+    torch's count in effect.
 
     Small tensors on a shared CPU run far faster on one thread than on several: torch's thread
-    hand-offs dominate such work.
+    hand-offs dominate such work. The BLAS library is held to the same count because a matrix
+    product's last bits depend on how many threads sum it: a run gives the same numbers in
+    any process (a Ray worker starts with one BLAS thread, this shell with one per core).
 
     Raises:
         InvalidInputError: ``threads`` is not an integer >= 1.
     """
     check_threads(threads)
     saved = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(int(threads))
+    if threads is None:
+        yield saved
+        return
+    torch.set_num_threads(int(threads))
     try:
-        yield torch.get_num_threads()
+        with threadpool_limits(limits=int(threads), user_api="blas"):
+            yield torch.get_num_threads()
     finally:
         torch.set_num_threads(saved)

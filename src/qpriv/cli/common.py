@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from qpriv.errors import QprivError
+from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
@@ -53,6 +54,16 @@ def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """``--json``: print one JSON object instead of the tables."""
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """``--executor local|ray`` and ``--address``: where a grid's cells run."""
+    parser.add_argument("--executor", choices=EXECUTORS, default=EXECUTORS[0],
+                        help="local: the cells one after the other here; ray: one Ray task per "
+                             "unfinished cell (pip install 'qpriv[ray]')")
+    parser.add_argument("--address",
+                        help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else "
+                             "a local Ray started for the command and stopped after)")
 
 
 def emit_json(payload: dict) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
+    add_executor_flags,
     add_json_flag,
     emit_json,
     existing_path,
@@ -57,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="file or directory holding the datasets")
     fr.add_argument("--threads", type=positive_int, default=1,
                     help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
+    add_executor_flags(fr)
     fr.add_argument("--quiet", action="store_true", help="no progress output")
     add_json_flag(fr)
     fr.set_defaults(handler=run)
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         dataset=args.dataset, horizon=args.horizon, unit=args.unit, eps=args.eps,
         methods=args.methods, seeds=args.seeds, backbone_seeds=args.backbone_seeds,
         budget=budget, out_dir=args.out, data_dir=args.data_dir, progress=not quiet,
-        threads=args.threads)
+        threads=args.threads, executor=args.executor, address=args.address)
     page = write_report_html(Path(report.files["csv"]).parent, data_dir=args.data_dir)
     report.files["report"] = str(page)
     if args.json:

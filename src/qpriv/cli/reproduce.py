@@ -9,6 +9,7 @@ from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
+    add_executor_flags,
     add_json_flag,
     emit_json,
     existing_path,
@@ -39,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="file or directory holding the datasets")
     rp.add_argument("--threads", type=positive_int, default=1,
                     help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
+    add_executor_flags(rp)
     rp.add_argument("--quiet", action="store_true", help="no progress output")
     add_json_flag(rp)
     rp.set_defaults(handler=run)
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or args.json
     report = run_experiment(
         args.id, budget=budget, seeds=args.seeds, out_dir=args.out, data_dir=args.data_dir,
-        progress=not quiet, threads=args.threads,
+        progress=not quiet, threads=args.threads, executor=args.executor, address=args.address,
         announce=None if quiet else (lambda line: print(line, file=sys.stderr)),
     )
     if args.json:

@@ -39,10 +39,10 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import time
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +50,15 @@ from typing import Any
 
 import pandas as pd
 
-from qpriv.errors import InvalidInputError, QprivError, require_positive_int
+from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
 from qpriv.experiments.grid import TINY, Budget, Cell, mean_std
 from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
-from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, method
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind, Unit
-from qpriv.progress import work_bar
 from qpriv.runs.cache import cached_json
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import RESULT_FILE
@@ -239,6 +238,31 @@ def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Pa
     return run_dir
 
 
+def frontier_job(cell: Cell, *, series: Series, budget: Budget, out_dir: Path,
+                 data_dir: str | Path | None, threads: int) -> CellJob:
+    """The cell as a job for an executor (paths made absolute: a task may run elsewhere)."""
+    out_dir = Path(out_dir).absolute()
+    data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
+    run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
+    return CellJob(key=cell.key, run_dir=run_dir, threads=threads,
+                   finished=(run_dir / RESULT_FILE).is_file(),
+                   work=functools.partial(frontier_run, cell, family=series.family,
+                                          unit=series.unit, budget=budget, out_dir=out_dir,
+                                          data_dir=data_dir, threads=threads))
+
+
+def frontier_run(cell: Cell, *, family: str, unit: str | None, budget: Budget, out_dir: Path,
+                 data_dir: str | Path | None, threads: int, progress: bool) -> None:
+    """Fit or train the cell unless it is finished (its result is read back by
+    :func:`row_of`)."""
+    if family == LINEAR:
+        run_linear_cell(cell, unit=unit, budget=budget, out_dir=out_dir, data_dir=data_dir,
+                        threads=threads)
+    else:
+        run_cell(cell, budget=budget, out_dir=out_dir, data_dir=data_dir, progress=progress,
+                 threads=threads)
+
+
 def run_frontier(
     *,
     dataset: str = "ETTh1",
@@ -253,6 +277,8 @@ def run_frontier(
     data_dir: str | Path | None = None,
     progress: bool = True,
     threads: int | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> FrontierReport:
     """Run (or finish) the frontier and write ``frontier.csv``, ``frontier.md`` and
     ``frontier.png`` to ``out_dir/<dataset>-H<horizon>-<unit>/<budget>/``.
@@ -268,6 +294,9 @@ def run_frontier(
         out_dir: cells and reports; finished cells are never recomputed.
         progress: a bar over the cells (and the trainer's per epoch) on stderr.
         threads: torch threads per cell (None: 1, the fastest on a shared 2-core CPU).
+        executor, address: ``local`` runs the cells here, one after the other; ``ray`` runs
+            each unfinished cell as a Ray task on the cluster at ``address``
+            (:mod:`qpriv.experiments.executors`).
 
     Returns:
         The :class:`FrontierReport`; a cell that fails is recorded in ``failures`` and the
@@ -275,40 +304,31 @@ def run_frontier(
 
     Raises:
         InvalidInputError: bad input (see :func:`plan`), an unknown budget or dataset, a
-            horizon < 1; raised before anything is written.
+            horizon < 1, an unknown executor, ``ray`` without Ray installed or without a
+            cluster at ``address``; raised before anything is written.
     """
     horizon = require_positive_int("horizon", horizon)
     budget = resolve_budget(budget)
     series = plan(unit=unit, eps=eps, methods=methods, seeds=seeds,
                   backbone_seeds=backbone_seeds)
-    locate_dataset(dataset, path=data_dir)
     threads = 1 if threads is None else require_positive_int("threads", threads)
+    runs = make_executor(executor, address=address)
+    fingerprint = Fingerprint.here([dataset], data_dir=data_dir)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} exists and is not a directory; name a folder")
     started = time.perf_counter()
     jobs = [(s, e, seed) for s in series for e in s.eps for seed in s.seeds]
     jobs.sort(key=lambda job: job[0].family != LINEAR)  # the seconds-long fits first
+    cells = [frontier_job(frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon),
+                          series=s, budget=budget, out_dir=out, data_dir=data_dir,
+                          threads=threads) for s, e, seed in jobs]
+    outcomes = runs.run(cells, fingerprint=fingerprint, progress=progress)
     done: dict[tuple[str, float | None], list[tuple[int, Path]]] = {}
-    failures: list[dict] = []
-    with work_bar(total=len(jobs), desc="frontier", unit="cell", enabled=progress) as bar:
-        for s, e, seed in jobs:
-            cell = frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon)
-            bar.set_postfix_str(cell.key, refresh=True)
-            try:
-                if s.family == LINEAR:
-                    run_dir = run_linear_cell(cell, unit=s.unit, budget=budget, out_dir=out,
-                                              data_dir=data_dir, threads=threads)
-                else:
-                    run_dir = run_cell(cell, budget=budget, out_dir=out, data_dir=data_dir,
-                                       progress=progress, threads=threads)
-            except (QprivError, RuntimeError, ValueError, OSError) as error:
-                # a failed cell is isolated: reported, and the frontier goes on
-                failures.append({"cell": cell.key, "error": f"{type(error).__name__}: {error}",
-                                 "trace": traceback.format_exc(limit=3)})
-            else:
-                done.setdefault((s.method, e), []).append((seed, run_dir))
-            bar.update(1)
+    for (s, e, seed), cell, outcome in zip(jobs, cells, outcomes, strict=True):
+        if outcome.state != FAILED:
+            done.setdefault((s.method, e), []).append((seed, cell.run_dir))
+    failures = [outcome.failure() for outcome in outcomes if outcome.state == FAILED]
     rows = [row_of(s, eps=e, runs=done.get((s.method, e), []), unit=unit, budget=budget)
             for s in series for e in s.eps]
     report = FrontierReport(dataset=dataset, horizon=horizon, unit=unit, budget=budget.name,

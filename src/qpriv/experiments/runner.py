@@ -1,6 +1,7 @@
 """The one runner of the experiment registry: cells -> metrics -> rows -> CSV, Markdown, PNG.
 
-Every cell is a forecasting run in ``OUT/cells/<budget>/<cell key>``: a finished cell (its
+Every cell is a forecasting run in ``OUT/cells/<budget>/<cell key>``, handed to an executor
+(:mod:`qpriv.experiments.executors`: here, or as Ray tasks): a finished cell (its
 ``result.json`` exists) is read, never recomputed; a killed cell resumes from its checkpoint; a
 cell that fails is recorded with its error and the others go on. Rows group the cells of one
 (dataset, horizon, method, eps) over seeds (mean, and std with more than one seed). The
@@ -11,23 +12,23 @@ beside ours as ``paper_<metric>``. Outputs, each written atomically, in ``OUT/<i
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from qpriv.audits.mia import mia_on_run
-from qpriv.errors import InvalidInputError, QprivError
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
+from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import FIGURES
 from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
-from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import METHODS
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
@@ -85,6 +86,8 @@ def run_experiment(
     progress: bool = True,
     threads: int | None = None,
     announce: Callable[[str], None] | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> ExperimentReport:
     """Run (or finish) experiment ``experiment_id`` at ``budget``; write and return its report.
 
@@ -92,7 +95,10 @@ def run_experiment(
     ``threads``: torch threads per cell, 1 by default: the shot sampler and the per-window
     gradients issue many small ops, and on a busy 2-core machine two threads ran an LDPT epoch
     20 times slower than one (133 s against 6.4 s for 256 windows). ``announce`` receives
-    one line per cell as it starts or fails.
+    one line per cell as it starts or fails. ``executor``: ``local`` runs the cells here, one
+    after the other; ``ray`` runs each unfinished cell as a Ray task on the cluster at
+    ``address`` (:mod:`qpriv.experiments.executors`); the tables that compute their rows
+    without cells run only here.
     """
     exp = experiment(experiment_id)
     budget = resolve_budget(budget)
@@ -106,32 +112,30 @@ def run_experiment(
             f"seeds {repeated} are given more than once: one run would count as several and "
             "fake a spread; give each seed once"
         )
-    threads = 1 if threads is None else threads
+    threads = 1 if threads is None else require_positive_int("threads", threads)
+    runs = make_executor(executor, address=address)
+    if exp.compute is not None and runs.name != "local":
+        raise ArgumentError(f"{exp.id} computes its rows in this process and has no cells to "
+                            "hand out; run it without {executor}",
+                            values={"executor": runs.name})
     out = Path(out_dir)
-    say = announce or (lambda line: None)
     started = time.perf_counter()
     failures: list[dict] = []
     if exp.compute is not None:
         rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds, progress=progress,
                            out_dir=out / "cells" / budget.name)
     else:
-        per_cell = []
         cells = exp.cells(seeds)
-        _locate_data(cells, data_dir=data_dir)
-        for i, cell in enumerate(cells, 1):
-            say(f"[{i}/{len(cells)}] {cell.key}")
-            try:
-                metrics = cell_metrics(
-                    run_cell(cell, budget=budget, out_dir=out, data_dir=data_dir,
-                             progress=progress, threads=threads),
-                    metrics=exp.metrics, budget=budget, data_dir=data_dir)
-            except (QprivError, RuntimeError, ValueError, OSError) as error:
-                # a failed cell is isolated: reported, and the grid goes on
-                failures.append({"cell": cell.key, "error": f"{type(error).__name__}: {error}",
-                                 "trace": traceback.format_exc(limit=3)})
-                say(f"  failed: {type(error).__name__}: {error}")
-                continue
-            per_cell.append((cell, metrics))
+        # every dataset found (or downloaded) once, before any cell: data that cannot be had
+        # is one error, not the same failure in every cell
+        fingerprint = Fingerprint.here([cell.dataset for cell in cells], data_dir=data_dir)
+        jobs = [reproduce_job(cell, metrics=exp.metrics, budget=budget, out_dir=out,
+                              data_dir=data_dir, threads=threads) for cell in cells]
+        outcomes = runs.run(jobs, fingerprint=fingerprint, progress=progress,
+                            announce=announce)
+        failures = [outcome.failure() for outcome in outcomes if outcome.state == FAILED]
+        per_cell = [(cell, outcome.value) for cell, outcome in zip(cells, outcomes, strict=True)
+                    if outcome.state != FAILED]
         rows = aggregate(per_cell, exp.metrics)
     if exp.derive is not None:
         rows = exp.derive(rows)
@@ -149,12 +153,29 @@ def cell_dir(cell: Cell, *, budget: Budget, out_dir: Path) -> Path:
     return out_dir / "cells" / budget.name / cell.key
 
 
-def _locate_data(cells: Sequence[Cell], *, data_dir: str | Path | None) -> None:
-    """Find (or download) every dataset of the grid once, before any cell: data that cannot be
-    had is one error, not the same failure in every cell."""
+def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir: Path,
+                  data_dir: str | Path | None, threads: int) -> CellJob:
+    """The cell as a job for an executor: train it (unless finished) and return its metrics.
+    Paths are made absolute, so that a task on another machine finds the driver's folders
+    (on a shared file system) or makes the same ones."""
+    out_dir = Path(out_dir).absolute()
+    data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
+    run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
+    finished = (run_dir / RESULT_FILE).is_file() and (
+        not attacked(metrics) or (run_dir / MIA_FILE).is_file())
+    return CellJob(key=cell.key, run_dir=run_dir, threads=threads, finished=finished,
+                   work=functools.partial(reproduce_cell, cell, metrics=tuple(metrics),
+                                          budget=budget, out_dir=out_dir, data_dir=data_dir,
+                                          threads=threads))
 
-    for name in sorted({cell.dataset for cell in cells}):
-        locate_dataset(name, path=data_dir)
+
+def reproduce_cell(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir: Path,
+                   data_dir: str | Path | None, threads: int | None, progress: bool,
+                   ) -> dict[str, Any]:
+    """Train the cell unless it is finished, and return its metrics (:func:`cell_metrics`)."""
+    run_dir = run_cell(cell, budget=budget, out_dir=out_dir, data_dir=data_dir,
+                       progress=progress, threads=threads)
+    return cell_metrics(run_dir, metrics=metrics, budget=budget, data_dir=data_dir)
 
 
 def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path | None,
@@ -210,12 +231,17 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
         "noise_multiplier": result.noise_multiplier,
         "eps_spent": None if spent is None else spent.value,
     }
-    if any(m.startswith("mia_") or m == "loss_gap" for m in metrics) and best:
+    if attacked(metrics) and best:
         values.update(_mia(run_dir, budget=budget, data_dir=data_dir))  # best 0: no model
     chosen = {m: values.get(m) for m in metrics if m in values}
     if result.diverged_epoch:  # the paper's "diverged (†)": counted by aggregate
         chosen["diverged_epoch"] = result.diverged_epoch
     return chosen
+
+
+def attacked(metrics: Sequence[str]) -> bool:
+    """Whether ``metrics`` need Table 9's attack on each cell (kept in ``mia.json``)."""
+    return any(m.startswith("mia_") or m == "loss_gap" for m in metrics)
 
 
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:

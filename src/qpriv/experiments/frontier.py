@@ -52,7 +52,7 @@ import pandas as pd
 
 from qpriv.errors import InvalidInputError, QprivError, require_positive_int
 from qpriv.experiments.figures import frontier_plot
-from qpriv.experiments.grid import TINY, Budget, Cell, mean_std
+from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
 from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
 from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, method
@@ -63,7 +63,7 @@ from qpriv.progress import work_bar
 from qpriv.runs.cache import cached_json
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import RESULT_FILE
-from qpriv.tables import format_table
+from qpriv.tables import format_cell, format_table
 
 UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
 """The units a frontier can be stated at."""
@@ -314,7 +314,8 @@ def run_frontier(
     report = FrontierReport(dataset=dataset, horizon=horizon, unit=unit, budget=budget.name,
                             rows=rows, failures=failures,
                             seconds=time.perf_counter() - started)
-    write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name)
+    write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name,
+                   stamp=frontier_stamp(budget))
     return report
 
 
@@ -391,15 +392,25 @@ def title_of(report: FrontierReport) -> str:
             f"({delta}); budget {report.budget}")
 
 
-def write_frontier(report: FrontierReport, where: Path) -> None:
-    """``frontier.csv``, ``frontier.md`` and ``frontier.png`` in ``where``, each atomically."""
+def frontier_stamp(budget: Budget) -> str:
+    """The budget line of ``frontier.png``: the backbone's budget and the linear family's
+    look-back and windows (:func:`linear_settings`)."""
+    linear = linear_settings(budget)
+    train = ("every training window" if linear["max_train_windows"] is None
+             else f"{linear['max_train_windows']} training windows")
+    return f"{budget_stamp(budget)}; linear family: L = {linear['seq_len']}, {train}"
+
+
+def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:
+    """``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``stamp``: its budget line) in
+    ``where``, each atomically."""
     files = {"csv": where / "frontier.csv", "markdown": where / "frontier.md",
              "png": where / "frontier.png"}
     frame = pd.DataFrame(report.rows, columns=list(COLUMNS))
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report))
     buffer = io.BytesIO()
-    frontier_plot(report.rows, title=title_of(report), out=buffer)
+    frontier_plot(report.rows, title=title_of(report), stamp=stamp, out=buffer)
     atomic_write_bytes(files["png"], buffer.getvalue())
     report.files = {k: str(v) for k, v in files.items()}
 
@@ -429,9 +440,11 @@ def explain(report: FrontierReport) -> list[str]:
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
+    """``0.3302 ± 0.0011``: each to 4 significant digits (an em dash when missing)."""
     if mean is None:
         return "—"
-    return f"{mean:.4f}" if sd is None else f"{mean:.4f} ± {sd:.4f}"
+    return format_cell(mean, significant=True) + (
+        "" if sd is None else " ± " + format_cell(sd, significant=True))
 
 
 def markdown(report: FrontierReport) -> str:

@@ -279,3 +279,37 @@ def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
     assert experiment("qml-figure7").stamp(QUICK) == qml.budget_stamp(QUICK)
     assert experiment("figure3").stamp(QUICK) == stamp
 
+
+def test_reproduce_prints_the_size_of_what_it_wrote(tmp_path, capsys):
+    assert main(["reproduce", "table1", "--budget", "tiny", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    assert 1000 < size < 1_000_000  # table1's csv, table.md and report.json: kB
+    assert last == (f"wrote {size / 1000:.{3 - len(str(size // 1000))}f}kB in {len(files)} "
+                    f"files under {tmp_path} (finished cells it reused are not counted)")
+    assert main(["reproduce", "table1", "--budget", "tiny", "--out", str(tmp_path),
+                 "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert payload["written"] == {"files": len(files), "bytes": size}
+
+
+def test_what_was_written_counts_only_files_changed_since(tmp_path):
+    import time
+
+    from qpriv.runs.files import Written, written_since
+
+    old = tmp_path / "cells" / "old.json"
+    old.parent.mkdir()
+    old.write_text("x" * 5000)
+    os.utime(old, (time.time() - 3600, time.time() - 3600))  # a finished cell, reused
+    started = time.time() - 1
+    (tmp_path / "table.md").write_text("y" * 1500)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "figure.png").write_bytes(b"z" * 1_200_000)
+    written = written_since(tmp_path, since=started)
+    assert written == Written(files=2, size=1_201_500)
+    assert str(written) == "1.20MB in 2 files"
+    assert str(Written(files=1, size=512)) == "512B in 1 file"
+    assert str(written_since(tmp_path / "sub", since=time.time() + 60)) == "nothing"

@@ -59,7 +59,7 @@ from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, meth
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind, Unit
-from qpriv.progress import work_bar
+from qpriv.progress import label, step_done, work_bar
 from qpriv.runs.cache import cached_json
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import RESULT_FILE
@@ -216,6 +216,15 @@ def frontier_cell(series: Series, *, eps: float | None, seed: int, dataset: str,
                 overrides=extra)
 
 
+def frontier_jobs(series: Sequence[Series], *, dataset: str, horizon: int
+                  ) -> list[tuple[Series, Cell]]:
+    """Every run of the frontier with its series, in the order :func:`run_frontier` runs them:
+    the seconds-long closed-form fits first."""
+    jobs = [(s, frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon))
+            for s in series for e in s.eps for seed in s.seeds]
+    return sorted(jobs, key=lambda job: job[0].family != LINEAR)
+
+
 # -- running ---------------------------------------------------------------------------------
 
 
@@ -287,28 +296,30 @@ def run_frontier(
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} exists and is not a directory; name a folder")
     started = time.perf_counter()
-    jobs = [(s, e, seed) for s in series for e in s.eps for seed in s.seeds]
-    jobs.sort(key=lambda job: job[0].family != LINEAR)  # the seconds-long fits first
+    jobs = frontier_jobs(series, dataset=dataset, horizon=horizon)
     done: dict[tuple[str, float | None], list[tuple[int, Path]]] = {}
     failures: list[dict] = []
     with work_bar(total=len(jobs), desc="frontier", unit="cell", enabled=progress) as bar:
-        for s, e, seed in jobs:
-            cell = frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon)
+        for i, (s, cell) in enumerate(jobs, 1):
             bar.set_postfix_str(cell.key, refresh=True)
             try:
-                if s.family == LINEAR:
-                    run_dir = run_linear_cell(cell, unit=s.unit, budget=budget, out_dir=out,
-                                              data_dir=data_dir, threads=threads)
-                else:
-                    run_dir = run_cell(cell, budget=budget, out_dir=out, data_dir=data_dir,
-                                       progress=progress, threads=threads)
+                with label(f"[{i}/{len(jobs)} {cell.key}]"):
+                    if s.family == LINEAR:
+                        run_dir = run_linear_cell(cell, unit=s.unit, budget=budget,
+                                                  out_dir=out, data_dir=data_dir,
+                                                  threads=threads)
+                    else:
+                        run_dir = run_cell(cell, budget=budget, out_dir=out,
+                                           data_dir=data_dir, progress=progress,
+                                           threads=threads)
             except (QprivError, RuntimeError, ValueError, OSError) as error:
                 # a failed cell is isolated: reported, and the frontier goes on
                 failures.append({"cell": cell.key, "error": f"{type(error).__name__}: {error}",
                                  "trace": traceback.format_exc(limit=3)})
             else:
-                done.setdefault((s.method, e), []).append((seed, run_dir))
+                done.setdefault((s.method, cell.eps), []).append((cell.seed, run_dir))
             bar.update(1)
+            step_done()
     rows = [row_of(s, eps=e, runs=done.get((s.method, e), []), unit=unit, budget=budget)
             for s in series for e in s.eps]
     report = FrontierReport(dataset=dataset, horizon=horizon, unit=unit, budget=budget.name,
@@ -440,11 +451,12 @@ def explain(report: FrontierReport) -> list[str]:
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
-    """``0.3302 ± 0.0011``: each to 4 significant digits (an em dash when missing)."""
+    """``0.3302 ± 0.0011``: the mean to 4 significant digits, the sd to 2 (an em dash when
+    missing)."""
     if mean is None:
         return "—"
     return format_cell(mean, significant=True) + (
-        "" if sd is None else " ± " + format_cell(sd, significant=True))
+        "" if sd is None else " ± " + format_cell(sd, 2, significant=True))
 
 
 def markdown(report: FrontierReport) -> str:

@@ -41,7 +41,7 @@ from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 #: audit and the quick frontier) finishes in under 10 minutes on 2 idle CPU cores.
 QUICK_EPOCHS = 3
 QUICK_TRAIN_WINDOWS = 1024
-QUICK_EVAL_WINDOWS = 384
+QUICK_EVAL_WINDOWS = 256
 QUICK_EVAL_PASSES = 3
 THREADS = 1
 """Torch threads of every run: on a shared 2-core CPU one thread ran an LDPT epoch 5 times

@@ -3,7 +3,19 @@
 A short privacy/utility run that finishes in minutes on two CPU cores: the same backbone trained
 as ``classical`` and as ``ldpt`` at eps_s = 0.1 and 1.0 (a subset of the training windows, a few
 epochs), the test MSE and MAE with the change against classical, the per-pass and composed
-epsilons (``paper`` accounting, labelled), and the exact channel audit of the strongest budget.
+epsilons (``paper`` accounting, labelled), the exact channel audit of the strongest budget, and
+the privacy-utility frontier at the record unit.
+
+The job is planned before it starts (:func:`plan_quickstart`: its parts, a rough cost of each
+from per-window timings, the finished runs and cells it will read back) and run part by part
+under one overall progress bar (:func:`run_quickstart`, :class:`qpriv.progress.JobProgress`).
+
+Example::
+
+    quick_plan = plan_quickstart(out_dir="runs/quickstart")
+    print("\n".join(quick_plan.lines()))
+    outcome = run_quickstart(quick_plan)
+    quickstart_rows(outcome.results), outcome.audit.passed, outcome.frontier.files
 """
 
 from __future__ import annotations
@@ -39,7 +51,7 @@ from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 
 #: The quickstart budget: chosen so that the whole job (the three runs, the accounting, the
 #: audit and the quick frontier) finishes in under 10 minutes on 2 idle CPU cores.
-QUICK_EPOCHS = 3
+QUICK_EPOCHS = 2
 QUICK_TRAIN_WINDOWS = 1024
 QUICK_EVAL_WINDOWS = 256
 QUICK_EVAL_PASSES = 3

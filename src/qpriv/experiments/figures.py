@@ -147,8 +147,8 @@ def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
             ax.errorbar(eps, mse, yerr=sd, fmt="o-", color=f"C{colour}", capsize=3, lw=1.8,
                         label=label)
             for x, y in zip(eps, mse, strict=True):
-                ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(4, -10),
-                            fontsize=7, color=f"C{colour}")
+                ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, -13),
+                            ha="center", fontsize=7, color=f"C{colour}")
             colour += 1
         else:
             style = "s--" if first["covers_weights"] else "^:"

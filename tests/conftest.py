@@ -1,6 +1,8 @@
 """Fixtures shared by every test folder."""
 
+import io
 import os
+import sys
 
 import pytest
 import torch
@@ -73,3 +75,24 @@ def tiny_ldpt_run(tmp_path_factory):
 def ldpt_run_dir(tiny_ldpt_run):
     """The tiny LDPT run at eps = 0.1 (see ``tiny_ldpt_run``)."""
     return tiny_ldpt_run(0.1)
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, so tqdm draws its bars into it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def terminal(monkeypatch):
+    """``terminal()`` in a test replaces stderr by a terminal-like buffer and returns it
+    (``.getvalue()``): progress bars are drawn where stderr is a terminal, and only lines where
+    it is not (a log, capsys). (pytest sets stderr again between a fixture and its test.)"""
+
+    def install() -> _Terminal:
+        stream = _Terminal()
+        monkeypatch.setattr(sys, "stderr", stream)
+        return stream
+
+    return install

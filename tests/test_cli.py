@@ -136,12 +136,46 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
 def test_quickstart_tiny_budget(capsys, tmp_path):
     argv = ["quickstart", "--epochs", "1", "--max-train-windows", "16", "--max-eval-windows",
-            "8", "--eval-passes", "2", "--frontier-budget", "tiny", "--out", str(tmp_path),
-            "--json"]
+            "8", "--eval-passes", "2", "--frontier-budget", "tiny", "--out", str(tmp_path)]
+    # first, as a person sees it (stderr is no terminal here, as in a CI log: lines, no bars)
     assert main(argv) == 0
+    captured = capsys.readouterr()
+    out, err = captured.out.splitlines(), captured.err.splitlines()
+    # the plan comes first: every part, its rough time, and the total
+    assert out[1].startswith("plan (5 parts, rough time")
+    assert out[2].startswith("  [1/5 classical] train 1 epoch on 16 training windows, test 2 "
+                             "passes on 8 windows  ~")
+    assert out[5].startswith("  [4/5 channel audit] exact channel audit at eps_s = 0.1")
+    assert out[6].startswith("  [5/5 frontier] privacy-utility frontier at the record unit, "
+                             "eps 0.1, 1, tiny budget: 17 cells  ~")
+    assert out[7].startswith("  total: about ")
+    # every progress line says whose it is, and the job's progress follows each part
+    epochs = [line for line in err if "epoch 1/1:" in line]
+    assert [line.split("] epoch")[0] + "]" for line in epochs[:3]] == [
+        "[1/5 classical]", "[2/5 LDPT eps=1.0]", "[3/5 LDPT eps=0.1]"]
+    assert all("val loss" in line for line in epochs)
+    assert any(line.startswith("[5/5 frontier] [13/17 ETTh1-H24-dpsgd-eps0.1-s2024] epoch 1/1")
+               for line in err)
+    assert any(line.startswith("[4/5 channel audit] exact channel audit") for line in err)
+    done = [line for line in err if " done; the job: " in line]
+    assert len(done) == 5 and done[-1].startswith("[5/5 frontier] done; the job: 100 % of the "
+                                                  "plan done in ")
+    assert not any("\r" in line for line in err)
+    trained = {line.split("]")[0] + "]": line for line in out
+               if line.startswith("[") and " trained in " in line}
+    assert list(trained) == ["[1/5 classical]", "[2/5 LDPT eps=1.0]", "[3/5 LDPT eps=0.1]"]
+    # where everything went, and how much
+    assert any(line.startswith("done in ") and f"under {tmp_path}" in line for line in out)
+    assert f"  {tmp_path / 'classical'}  run classical" in out
+    assert any(line.startswith(f"  {tmp_path / 'frontier' / 'ETTh1-H24-record' / 'tiny'}  "
+                               "frontier: frontier.md, frontier.csv, frontier.png")
+               for line in out)
+
+    assert main([*argv, "--json"]) == 0
     payload = _last_json(capsys)
     labels = [row["label"] for row in payload["rows"]]
     assert labels == ["classical", "LDPT eps=1.0", "LDPT eps=0.1"]
+    assert payload["reused"] == labels  # the second call trains nothing
     assert payload["rows"][0]["delta_mse_pct"] is None
     # the table reports the mean over the evaluation passes, and the change against classical
     stored = sorted(json.loads(path.read_text())["mse_mean"]
@@ -150,6 +184,10 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     base = payload["rows"][0]["mse"]
     for row in payload["rows"][1:]:
         assert row["delta_mse_pct"] == pytest.approx(100 * (row["mse"] / base - 1))
+    # each run's line gave that same mean, not one pass's MSE
+    for row in payload["rows"]:
+        line = next(v for k, v in trained.items() if k.endswith(f"{row['label']}]"))
+        assert f"test MSE {row['mse']:.4f} (mean of 2 test passes)" in line
     assert payload["rows"][2]["eps_per_pass"]["value"] == 0.1
     assert payload["audit"]["passed"]
     # it closes with the frontier at the record unit: dp-linear against the public floor
@@ -160,16 +198,21 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert (tmp_path / "frontier").is_dir()
     assert payload["report"] == str(tmp_path / "report.html")
     assert (tmp_path / "report.html").is_file()
-    # a finished run keeps its best weights, not its last checkpoint, and a second quickstart
-    # reads every run back
+    # a finished run keeps its best weights, not its last checkpoint
     assert sorted(p.name for p in (tmp_path / "classical").iterdir()) == [
         "best.pt", "config.json", "result.json"]
+    # a third call says which runs it reused, from where, and when they were trained
     assert main(argv) == 0
-    assert _last_json(capsys)["rows"] == payload["rows"]
-    # a second call reuses the finished runs (resume) and gives the same numbers
-    assert main(argv) == 0
-    again = _last_json(capsys)
-    assert [r["mse"] for r in again["rows"]] == [r["mse"] for r in payload["rows"]]
+    again = capsys.readouterr().out.splitlines()
+    assert "  [1/5 classical] reused: read back its finished run  ~1 s" in again
+    assert "17 cells, 17 reused" in again[6]
+    reused = [line for line in again if line.startswith("reused: ")]
+    assert len(reused) == 3 and not any(" trained in " in line and line.startswith("[")
+                                        for line in again)
+    assert reused[0].startswith(f"reused: classical (finished run in {tmp_path / 'classical'}, "
+                                "trained in ")
+    assert f"test MSE {payload['rows'][0]['mse']:.4f} (mean of 2 test passes)" in reused[0]
+    assert f"  {tmp_path / 'classical'}  run classical (reused)" in again
 
 
 def test_train_classifier_json(capsys):

@@ -19,3 +19,18 @@ def test_a_wide_text_column_wraps_to_the_width():
     assert len(lines) > 4  # the long cell took several lines
     assert " ".join(line[4:].strip() for line in lines[2:-1]) == text.strip()
     assert lines[-1].split() == ["2", "short"]
+
+
+def test_significant_digits_drop_trailing_zeros():
+    from qpriv.tables import format_cell
+
+    assert format_cell(5.8, significant=True) == "5.8"
+    assert format_cell(5.8) == "5.8000"  # the command line's aligned decimals are unchanged
+    assert format_cell(0.123456, significant=True) == "0.1235"
+    assert format_cell(2.0, significant=True) == "2"
+    assert format_cell(1e-6, significant=True) == "1e-06"
+    assert format_cell(12345.6, significant=True) == "12,346"
+    assert format_cell(3, significant=True) == "3" and format_cell(None, significant=True) == "—"
+    table = format_table(["eps_train", "mse"], [[5.8, 0.35712]], markdown=True,
+                         significant=True)
+    assert table.splitlines()[-1] == "| 5.8       | 0.3571 |"

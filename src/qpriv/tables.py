@@ -6,9 +6,17 @@ import textwrap
 from collections.abc import Sequence
 
 
-def format_cell(value: object, digits: int = 4) -> str:
+def format_cell(value: object, digits: int = 4, *, significant: bool = False) -> str:
     """Render one cell: floats with ``digits`` decimals (scientific when tiny, grouped when
-    large), ``None`` as an em dash, booleans as yes/no."""
+    large), ``None`` as an em dash, booleans as yes/no. ``significant=True`` writes floats
+    below 10,000 with ``digits`` significant digits and no trailing zeros instead (5.8, not
+    5.8000; 0.1235; 1e-06), as the reports do.
+
+    >>> format_cell(5.8), format_cell(5.8, significant=True)
+    ('5.8000', '5.8')
+    >>> format_cell(0.123456, significant=True), format_cell(12345.6, significant=True)
+    ('0.1235', '12,346')
+    """
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -16,6 +24,8 @@ def format_cell(value: object, digits: int = 4) -> str:
     if isinstance(value, float):
         if abs(value) >= 1e4:
             return f"{value:,.0f}"
+        if significant:
+            return f"{value:.{digits}g}"
         if 0 < abs(value) < 10 ** (-digits + 1):
             return f"{value:.{max(digits - 2, 1)}e}"
         return f"{value:.{digits}f}"
@@ -40,12 +50,14 @@ def _is_number(text: str) -> bool:
 
 def format_table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], *, markdown: bool = False,
-    max_width: int | None = None,
+    max_width: int | None = None, significant: bool = False,
 ) -> str:
     """Align ``rows`` under ``headers``: numbers to the right, text to the left;
     ``markdown=True`` gives a GitHub-flavoured table. ``max_width`` (plain tables only) wraps
-    the widest text column so that every line fits, where the other columns leave it room."""
-    cells = [[format_cell(v) for v in row] for row in rows]
+    the widest text column so that every line fits, where the other columns leave it room.
+    ``significant``: floats to 4 significant digits without trailing zeros
+    (:func:`format_cell`)."""
+    cells = [[format_cell(v, significant=significant) for v in row] for row in rows]
     numeric = [all(_is_number(r[i]) for r in cells) for i in range(len(headers))]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     total = sum(widths) + 2 * (len(widths) - 1)

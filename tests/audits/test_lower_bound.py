@@ -94,14 +94,21 @@ def test_real_window_pair_through_the_feature_path(token_worst):
     assert bound.eps_lower == pytest.approx(direct.eps_lower, abs=0.02)
 
 
-def test_the_game_shows_its_releases_only_when_asked(capsys):
+def test_the_game_shows_its_releases_only_when_asked(terminal):
+    terminal = terminal()
     pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
     quiet = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2)
-    assert capsys.readouterr().err == ""
+    assert terminal.getvalue() == ""
     shown = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2, progress=True)
-    err = capsys.readouterr().err
+    err = terminal.getvalue()
     assert "distinguishing game (8 shots each)" in err and "/6.00k" in err  # both sides
     assert (shown.tpr, shown.fpr) == (quiet.tpr, quiet.fpr)  # the bar leaves the draws alone
+    # where stderr is no terminal (a log), one line instead of a bar redrawn with \r
+    terminal.isatty = lambda: False
+    terminal.seek(0)
+    terminal.truncate()
+    emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2, progress=True)
+    assert terminal.getvalue() == "distinguishing game (8 shots each): 6,000 releases\n"
 
 
 def test_bad_input():

@@ -3,6 +3,7 @@ a guarantee that does not cover the chosen unit is flagged, bad input writes not
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import statistics
@@ -186,13 +187,23 @@ def test_cli_prints_the_table(tmp_path, capsys):
     assert text.splitlines()[-1] == f"report: {report}" and report.is_file()
 
 
-def test_the_zoom_panel_frames_the_lines_that_cover_the_unit():
+def test_the_figure_has_one_log_axis_labelled_points_and_its_budget():
     def row(method, eps, mse, covers):
         return {"method": method, "eps": eps, "mse_mean": mse, "mse_sd": 0.001,
                 "covers_unit": covers, "covers_weights": covers, "reading": "r", "n_seeds": 5}
 
     rows = [row("dp-linear", 0.1, 0.338, True), row("dp-linear", 1.0, 0.326, True),
             row("dpsgd", 0.1, 0.89, False), row("public", None, 0.337, True)]
-    low, high = figures._frontier_zoom(rows)
-    assert low < 0.325 and 0.339 < high < 0.4
-    assert figures._frontier_zoom([r for r in rows if r["covers_unit"]]) is None
+    buffer = io.BytesIO()
+    stamp = frontier.frontier_stamp(QUICK)
+    fig = figures.frontier_plot(rows, title="t", stamp=stamp, out=buffer)
+    assert buffer.getvalue()[:4] == b"\x89PNG"
+    # one panel (no split y-axis): the covering lines and DP-SGD share a log axis
+    assert len(fig.axes) == 1 and fig.axes[0].get_yscale() == "log"
+    low, high = fig.axes[0].get_ylim()
+    assert low < 0.326 and high > 0.89
+    # the covering points carry their MSE, since they lie close to the floor
+    assert sorted(t.get_text() for t in fig.axes[0].texts) == ["0.326", "0.338"]
+    assert stamp == ("budget quick: 1 epoch, 256 training windows, 128 evaluation windows, "
+                     "L = 336; linear family: L = 336, every training window")
+    assert [t.get_text() for t in fig.texts if t.get_text().startswith("budget")] == [stamp]

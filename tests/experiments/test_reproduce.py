@@ -77,8 +77,10 @@ def test_every_experiment_runs_at_the_tiny_budget(experiment_id, out):
         table = (where / "table.md").read_text()
         assert "- `ldpt`: `eps` is the per-pass budget eps_s, local eps-QDP per pass" in table
         assert ("- `dpsgd`: `eps` is the target of global (eps, delta = 1e-6)-DP on the trained "
-                "weights; `eps_train` / `eps_spent` are what the run spent, Opacus RDP, "
+                "weights; `eps_train` is what the run spent, Opacus RDP, "
                 "accounting=rigorous.") in table
+        # notes name only the columns the table has (it has no eps_advanced nor eps_spent)
+        assert "eps_advanced" not in table and "eps_spent" not in table
         assert "- `classical`: no noise and no privacy guarantee." in table
         assert "DP-SGD eps_train is printed '—'" in table  # the paper table's own notes
     if experiment_id == "table8":  # the paper's multipliers beside two accountants'
@@ -221,3 +223,96 @@ def test_the_list_fits_100_columns_and_says_which_grids_train(capsys):
     rows = {line.split()[0]: line for line in lines[2:] if not line.startswith(" ")}
     assert "classifier runs" in rows["qml-figure2"] and "12 h" in rows["qml-figure2"]
     assert "no training" in rows["table1"]
+
+
+def test_table_notes_name_only_the_columns_present_and_round_to_four_digits():
+    rows = [{"dataset": "ETTh1", "horizon": 24, "method": "ldpt", "eps": 0.1, "mse": 0.35712,
+             "sigma": 5.8},
+            {"dataset": "ETTh1", "horizon": 24, "method": "dpsgd", "eps": 0.1, "mse": 1.0}]
+    report = runner.ExperimentReport(id="figure3", budget="quick", rows=rows,
+                                     columns=runner.columns_of(rows))
+    table = runner.markdown(report, experiment("figure3"))
+    for absent in ("eps_train", "eps_advanced", "eps_spent"):
+        assert absent not in table
+    assert ("- `ldpt`: `eps` is the per-pass budget eps_s, local eps-QDP per pass (trace "
+            "distance d = 0.1, full norm), accounting=paper; it holds for the released quantum "
+            "features only") in table
+    assert ("- `dpsgd`: `eps` is the target of global (eps, delta = 1e-6)-DP on the trained "
+            "weights.") in table
+    body = [line for line in table.splitlines() if line.startswith("| ETTh1")]
+    assert [cell.strip() for cell in body[0].split("|")[4:7]] == ["0.1", "0.3571", "5.8"]
+    assert "5.8000" not in table and "1.0000" not in table
+    # with the composed column, the legend explains it, and only it
+    legend = runner.epsilon_legend(rows, ["eps", "eps_advanced"])
+    assert "`eps_advanced` composes the per-pass budget" in legend[0]
+    assert "eps_train" not in " ".join(legend)
+
+
+def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
+    import io
+
+    from qpriv.experiments import figures, qml
+    from qpriv.experiments.grid import QUICK, budget_stamp
+
+    rows = [{"method": "classical", "eps": None, "mse": 0.33, "paper_mse": 0.325},
+            {"method": "ldpt", "eps": 0.1, "mse": 0.88, "paper_mse": 0.358},
+            {"method": "ldpt", "eps": 1.0, "mse": 0.85},
+            {"method": "dpsgd", "eps": 0.1, "mse": 1.4}]
+    stamp = budget_stamp(QUICK)
+    assert stamp == "budget quick: 1 epoch, 256 training windows, 128 evaluation windows, L = 336"
+    buffer = io.BytesIO()
+    fig = figures.mse_vs_eps(rows, title="Figure 3", stamp=stamp, out=buffer)
+    assert buffer.getvalue()[:4] == b"\x89PNG"
+    (ax,) = fig.axes  # no split axes: the classical line and DP-SGD share one log y-axis
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low < 0.325 and high > 1.4
+    assert stamp in [t.get_text() for t in fig.texts]
+    horizon = figures.mse_vs_horizon([{**r, "dataset": "ETTh1", "horizon": h} for r in rows
+                                      for h in (24, 48)], title="t", stamp=stamp,
+                                     out=io.BytesIO())
+    assert [a.get_yscale() for a in horizon.axes] == ["log"]
+    assert stamp in [t.get_text() for t in horizon.texts]
+    # the classifier figures say their own budget: epochs and seeds, not windows
+    assert qml.budget_stamp(QUICK) == ("budget quick: 15 epochs (10 on images), 2 seeds, "
+                                       "rates untuned")
+    assert experiment("qml-figure7").stamp(QUICK) == qml.budget_stamp(QUICK)
+    assert experiment("figure3").stamp(QUICK) == stamp
+
+
+def test_reproduce_prints_the_size_of_what_it_wrote(tmp_path, capsys):
+    assert main(["reproduce", "table1", "--budget", "tiny", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    assert 1000 < size < 1_000_000  # table1's csv, table.md and report.json: kB
+    assert last.startswith("wrote ") and last.endswith(
+        f"kB in {len(files)} files under {tmp_path} (finished cells it reused are not counted)")
+    assert float(last.split()[1].removesuffix("kB")) * 1000 == pytest.approx(size, rel=0.006)
+    assert main(["reproduce", "table1", "--budget", "tiny", "--out", str(tmp_path),
+                 "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    # every file was written again (report.json's seconds may take a digit more or less)
+    assert payload["written"] == {"files": len(files),
+                                  "bytes": sum(p.stat().st_size for p in files)}
+
+
+def test_what_was_written_counts_only_files_changed_since(tmp_path):
+    import time
+
+    from qpriv.runs.files import Written, written_since
+
+    old = tmp_path / "cells" / "old.json"
+    old.parent.mkdir()
+    old.write_text("x" * 5000)
+    os.utime(old, (time.time() - 3600, time.time() - 3600))  # a finished cell, reused
+    started = time.time() - 1
+    (tmp_path / "table.md").write_text("y" * 1500)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "figure.png").write_bytes(b"z" * 1_200_000)
+    written = written_since(tmp_path, since=started)
+    assert written == Written(files=2, size=1_201_500)
+    assert str(written) == "1.20MB in 2 files"
+    assert str(Written(files=1, size=512)) == "512B in 1 file"
+    assert str(written_since(tmp_path / "sub", since=time.time() + 60)) == "nothing"

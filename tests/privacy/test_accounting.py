@@ -219,9 +219,10 @@ def test_composition_counts():
     assert counts["record"] <= 1024 * 336 * 4 * 20
 
 
-def test_report_sets_the_rigorous_numbers_beside_the_papers(capsys):
+def test_report_sets_the_rigorous_numbers_beside_the_papers(terminal):
+    stderr = terminal()
     report = acc.account(eps_s=0.1, units=("token",), restarts=1, progress=True)
-    assert "rigorous accounting" in capsys.readouterr().err  # the bar, on stderr
+    assert "rigorous accounting" in stderr.getvalue()  # the bar, on stderr
     assert report.p == pytest.approx(PAPER_P, abs=1e-4)
     assert report.paper["eps_per_pass"] == {
         "value": 0.1, "kind": "local eps-QDP per pass", "accounting": "paper", "unit": "token",

@@ -4,9 +4,7 @@ audit (:mod:`qpriv.experiments.quickstart`)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import tempfile
-from pathlib import Path
+import time
 
 from qpriv.cli.common import (
     add_command,
@@ -20,6 +18,8 @@ from qpriv.cli.common import (
 )
 from qpriv.experiments import quickstart as quick
 from qpriv.experiments.report import write_report_html
+from qpriv.progress import tell
+from qpriv.runs.files import written_since
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,47 +48,47 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train the three runs, print the table and the audit; exit code 1 if the audit fails."""
-
-    def announce(entry: quick.QuickstartRun, result: dict) -> None:
-        if not args.json:
-            print(f"  {entry.label}: test MSE {result['mse']:.4f} "
-                  f"({result['seconds_per_epoch']:.1f} s/epoch)", flush=True)
-
-    if not args.json:
-        print(f"qpriv quickstart: classical vs LDPT on {args.dataset}, H = {args.horizon}, "
-              f"{args.epochs} epochs on {args.max_train_windows} training windows "
-              "(a short budget; `qpriv train` runs the full protocol)", flush=True)
-    results, audit = quick.run_quickstart(
+    """Say the plan, train the three runs, audit, run the frontier; print the table, the audit,
+    the frontier and where everything was written; exit code 1 if the audit or a frontier cell
+    fails."""
+    started = time.time()
+    quick_plan = quick.plan_quickstart(
         dataset=args.dataset, horizon=args.horizon, epochs=args.epochs,
         max_train_windows=args.max_train_windows, max_eval_windows=args.max_eval_windows,
         eval_passes=args.eval_passes, seed=args.seed, out_dir=args.out,
-        data_dir=args.data_dir, progress=not (args.quiet or args.json), on_result=announce,
-    )
-    rows = quick.quickstart_rows(results)
-    with contextlib.ExitStack() as stack:
-        where = args.out or stack.enter_context(tempfile.TemporaryDirectory())
-        if not args.json:
-            print(f"privacy-utility frontier at the record unit ({args.frontier_budget} "
-                  "budget): dp-linear, DP-SGD and LDPT against the public floor", flush=True)
-        frontier = quick.quickstart_frontier(
-            dataset=args.dataset, horizon=args.horizon, out_dir=where,
-            budget=args.frontier_budget, data_dir=args.data_dir,
-            progress=not (args.quiet or args.json))
-        frontier_md = Path(frontier.files["markdown"]).read_text()
+        frontier_budget=args.frontier_budget)
+    if not args.json:
+        print(f"qpriv quickstart: classical vs LDPT on {args.dataset}, H = {args.horizon}, "
+              "then the privacy-utility frontier (a short budget; `qpriv train` runs the full "
+              "protocol)")
+        print("\n".join(quick_plan.lines()), flush=True)
+    outcome = quick.run_quickstart(
+        quick_plan, data_dir=args.data_dir, progress=not (args.quiet or args.json),
+        on_result=None if args.json else (
+            lambda planned, result, seconds: tell(quick.run_line(planned, result, seconds))))
+    rows = quick.quickstart_rows(outcome.results)
+    audit, frontier = outcome.audit, outcome.frontier
     report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)
+    written = written_since(args.out, since=started) if args.out else None
+    failed = not audit.passed or bool(frontier.failures)
     if args.json:
         emit_json({"rows": rows, "audit": quick.audit_row(audit), "epochs": args.epochs,
                    "max_train_windows": args.max_train_windows,
                    "eval_passes": args.eval_passes,
                    "report": None if report is None else str(report),
+                   "reused": [p.run.label for p in quick_plan.runs if p.reused],
+                   "seconds": outcome.seconds, "planned_seconds": quick_plan.seconds,
+                   "written": None if written is None else
+                   {"files": written.files, "bytes": written.size},
                    "frontier": frontier.as_dict() if args.out else
                    {k: v for k, v in frontier.as_dict().items() if k != "files"}})
-        return 0 if audit.passed and not frontier.failures else 1
+        return 1 if failed else 0
+    passes = args.eval_passes
     print()
     print_table(
-        ["run", "MSE", "MAE", "dMSE %", "eps per pass", "eps composed (adv.)",
-         "eps token (rig.)", "eps record (rig.)", "p", "sigma"],
+        ["run", f"MSE (mean of {passes})", f"MAE (mean of {passes})", "dMSE %",
+         "eps per pass", "eps composed (adv.)", "eps token (rig.)", "eps record (rig.)", "p",
+         "sigma"],
         [[r["label"], r["mse"], r["mae"],
           None if r["delta_mse_pct"] is None else f"{r['delta_mse_pct']:+.1f}",
           number(r["eps_per_pass"]), number(r["eps_advanced"]),
@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
           f"accounting=paper. Rigorous: (eps, delta = 1e-5) of one token state's N_s-shot "
           f"release and of one record over the {args.epochs} epochs (every shot, token and "
           f"window holding it), composed, accounting=rigorous (qpriv account). MSE/MAE on the "
-          f"z-scored test windows, mean of {args.eval_passes} noise passes.")
+          f"z-scored test windows, the mean over {passes} test passes (LDPT's predictions are "
+          "noisy; the lines above give the same mean).")
     print(f"channel audit at eps_s = {audit.eps_s:g}: worst exact D_max {audit.dmax_max:.4f} <= "
           f"Theorem 1 bound {audit.eps_ch_bound:.4f} over {audit.pairs} neighbouring pairs "
           f"(slack {audit.slack:.2f}x): {'PASS' if audit.passed else 'FAIL'}")
@@ -109,8 +110,12 @@ def run(args: argparse.Namespace) -> int:
           "and the forecast targets reach the trained model without the channel "
           "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
     print()
-    print(frontier_md, end="")
-    if args.out:
-        print(f"frontier written to {Path(frontier.files['markdown']).parent}")
+    print(outcome.frontier_markdown, end="")
+    print()
+    print(f"done in {outcome.seconds / 60:.1f} min (planned: about "
+          f"{quick_plan.seconds / 60:.1f} min)"
+          + ("" if written is None else f"; written: {written} under {args.out}"))
+    print("\n".join(quick.written_lines(quick_plan, outcome)))
+    if report is not None:
         print(f"report: {report}")
-    return 0 if audit.passed and not frontier.failures else 1
+    return 1 if failed else 0

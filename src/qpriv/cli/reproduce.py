@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from qpriv.cli.common import (
@@ -18,6 +19,7 @@ from qpriv.cli.common import (
 )
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.runner import experiment_list, print_list, run_experiment
+from qpriv.runs.files import written_since
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -62,15 +64,19 @@ def run(args: argparse.Namespace) -> int:
                                 "one")
     budget = args.budget or ("quick" if args.quick else "full")
     quiet = args.quiet or args.json
+    started = time.time()
     report = run_experiment(
         args.id, budget=budget, seeds=args.seeds, out_dir=args.out, data_dir=args.data_dir,
         progress=not quiet, threads=args.threads, executor=args.executor, address=args.address,
         announce=None if quiet else (lambda line: print(line, file=sys.stderr)),
     )
+    written = written_since(args.out, since=started)
     if args.json:
-        emit_json(report.as_dict())
+        emit_json({**report.as_dict(),
+                   "written": {"files": written.files, "bytes": written.size}})
     else:
         print(Path(report.files["markdown"]).read_text(), end="")
         print(f"written to {Path(report.files['markdown']).parent} "
               f"({report.seconds:.0f} s, {len(report.failures)} failed cells)")
+        print(f"wrote {written} under {args.out} (finished cells it reused are not counted)")
     return 1 if report.failures else 0

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from qpriv.errors import ArgumentError, InvalidInputError, QprivError
 from qpriv.forecasting.datasets import file_sha256, locate_dataset
-from qpriv.progress import work_bar
+from qpriv.progress import label, step_done, work_bar
 from qpriv.runs.layout import CHECKPOINT_FILE
 
 EXECUTORS = ("local", "ray")
@@ -203,8 +203,10 @@ class LocalExecutor:
             for i, job in enumerate(jobs, 1):
                 bar.set_postfix_str(job.key, refresh=True)
                 say(f"[{i}/{len(jobs)}] {job.key}")
-                outcomes.append(run_here(job, progress=progress, announce=say))
+                with label(f"[{i}/{len(jobs)} {job.key}]"):
+                    outcomes.append(run_here(job, progress=progress, announce=say))
                 bar.update(1)
+                step_done()  # a job of several parts (the quickstart) moves its overall bar
         return outcomes
 
 

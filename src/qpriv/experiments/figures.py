@@ -1,4 +1,12 @@
-"""Plots of the reproductions (matplotlib, Agg backend, rendered into a file object)."""
+"""Plots of the reproductions (matplotlib's object API: no pyplot state and no backend to
+set; each is rendered into a file object).
+
+Every plot takes the rows, a ``title`` and a ``stamp`` (the budget it ran at, e.g. from
+:func:`qpriv.experiments.grid.budget_stamp`), printed in the figure's lower right corner so a
+figure made at a small budget cannot pass for the paper's; each returns the figure.
+Test MSE spans from the classical ~0.3 to DP-SGD's ~1 on one axis, so its axes are
+logarithmic rather than split.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +15,34 @@ from functools import partial
 from textwrap import fill
 from typing import IO, Any
 
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator
 
-def mse_vs_eps(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
-    """Figures 3 and 4: test MSE against the budget eps (log axis), one line per method with
-    a budget (ours solid, the paper's dashed where it has the number), classical as a
-    horizontal line."""
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _log_y(ax: Any) -> None:
+    """A logarithmic y-axis labelled in plain numbers: 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1, ..."""
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 3.0, 4.0, 5.0, 7.0)))
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.margins(y=0.1)  # no line on the frame
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+
+def _finish(fig: Figure, *, stamp: str, out: IO[bytes]) -> Figure:
+    """Stamp the budget in the lower right corner, lay out, write PNG to ``out``."""
+    fig.text(0.995, 0.005, stamp, ha="right", va="bottom", fontsize=7, color="0.35")
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(out, format="png")
+    return fig
+
+
+def mse_vs_eps(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes]) -> Figure:
+    """Figures 3 and 4: test MSE (log axis) against the budget eps (log axis), one line per
+    method with a budget (ours solid, the paper's dashed where it has the number), classical
+    as a horizontal line."""
+    fig = Figure(figsize=(8.4, 4.2), dpi=120)
+    ax = fig.subplots()
     methods = [m for m in dict.fromkeys(r["method"] for r in rows) if m != "classical"]
     for i, method in enumerate(methods):
         points = sorted((r["eps"], r.get("mse"), r.get("paper_mse")) for r in rows
@@ -40,26 +65,21 @@ def mse_vs_eps(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
     eps_values = sorted({r["eps"] for r in rows if r["eps"] is not None})
     ax.set_xticks(eps_values, [f"{e:g}" for e in eps_values])
     ax.minorticks_off()
+    _log_y(ax)
     ax.set_xlabel("eps (per pass for LDPT, DP-Input and bottlenecks; global for DP-SGD)")
-    ax.set_ylabel("test MSE (z-scored)")
+    ax.set_ylabel("test MSE (z-scored, log axis)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, format="png")
-    plt.close(fig)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return _finish(fig, stamp=stamp, out=out)
 
 
-def mse_vs_horizon(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
-    """Figure 4: test MSE against the horizon H, one panel per dataset, one line per
-    (method, eps), ours solid and the paper's dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def mse_vs_horizon(rows: Sequence[dict], *, title: str, stamp: str,
+                   out: IO[bytes]) -> Figure:
+    """Figure 4: test MSE (log axis) against the horizon H, one panel per dataset, one line
+    per (method, eps), ours solid and the paper's dashed."""
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(5.2 * len(datasets), 4.0), dpi=120,
-                             squeeze=False)
+    fig = Figure(figsize=(5.2 * len(datasets), 4.0), dpi=120)
+    axes = fig.subplots(1, len(datasets), squeeze=False)
     series = list(dict.fromkeys((r["method"], r["eps"]) for r in rows))
     for ax, dataset in zip(axes[0], datasets, strict=True):
         for i, (method, eps) in enumerate(series):
@@ -78,65 +98,32 @@ def mse_vs_horizon(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
         horizons = sorted({r["horizon"] for r in rows if r["dataset"] == dataset})
         ax.set_xticks(horizons, [str(h) for h in horizons])
         ax.minorticks_off()
+        _log_y(ax)
         ax.set_xlabel("horizon H")
-        ax.set_ylabel("test MSE (z-scored)")
+        ax.set_ylabel("test MSE (z-scored, log axis)")
         ax.set_title(f"{dataset}: {title}", fontsize=9)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out, format="png")
-    plt.close(fig)
+    return _finish(fig, stamp=stamp, out=out)
 
 
 
-def frontier_plot(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
-    """``qpriv frontier``: test MSE against eps (log axis), one line per method with error bars
-    (mean +- sd over its seeds, ``mse_mean`` / ``mse_sd``). A method whose guarantee covers the
-    chosen unit and the weights is drawn solid in colour; one that does not is grey, dashed
+def frontier_plot(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes]) -> Figure:
+    """``qpriv frontier``: test MSE (log axis) against eps (log axis), one line per method
+    with error bars (mean +- sd over its seeds, ``mse_mean`` / ``mse_sd``). A method whose
+    guarantee covers the chosen unit and the weights is drawn solid in colour, each point
+    labelled with its MSE (they lie close to the floor); one that does not is grey, dashed
     (a guarantee at another unit) or dotted (covers neither the targets nor the weights), and
     its legend entry says so (``reading``). Rows without eps (the references) are labelled
     horizontal lines: the public floor black dash-dot, the non-private ones thin and solid.
-    Where the other lines lie far from those that cover the unit, a second panel zooms on the
-    latter and the floor. The legend sits to the right of the axes, clear of the lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    zoom = _frontier_zoom(rows)
-    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(14.0 if zoom else 11.0, 4.8),
-                             dpi=120, squeeze=False)
-    for i, ax in enumerate(axes[0]):
-        _frontier_lines(ax, rows)
-        if i == 1 and zoom is not None:
-            ax.set_ylim(*zoom)
-            ax.set_title("zoom: the lines that cover the unit, and the floor", fontsize=8)
-    axes[0][0].set_ylabel("test MSE (z-scored), mean ± sd over seeds")
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                       borderaxespad=0.0)
+    One panel, one y-axis; the legend sits to the right of the axes, clear of the lines."""
+    fig = Figure(figsize=(11.0, 4.8), dpi=120)
+    ax = fig.subplots()
+    _frontier_lines(ax, rows)
+    _log_y(ax)
+    ax.set_ylabel("test MSE (z-scored, log axis), mean ± sd over seeds")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     fig.suptitle(fill(title, 110), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out, format="png")
-    plt.close(fig)
-
-
-def _frontier_zoom(rows: Sequence[dict]) -> tuple[float, float] | None:
-    """The y-range of the rows that cover the unit (with the floor), padded, when every row
-    together spans more than three times it; None when one panel shows them well."""
-    def span(chosen: Sequence[dict]) -> tuple[float, float] | None:
-        values = [v for r in chosen if r.get("mse_mean") is not None
-                  for v in (r["mse_mean"] - (r.get("mse_sd") or 0.0),
-                            r["mse_mean"] + (r.get("mse_sd") or 0.0))]
-        return (min(values), max(values)) if values else None
-
-    inner = span([r for r in rows if r["covers_unit"]])
-    outer = span(rows)
-    if inner is None or outer is None:
-        return None
-    pad = max(inner[1] - inner[0], 1e-3) * 0.5
-    low, high = inner[0] - pad, inner[1] + pad
-    if outer[1] - outer[0] <= 3 * (high - low):
-        return None
-    return low, high
+    return _finish(fig, stamp=stamp, out=out)
 
 
 def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
@@ -159,6 +146,9 @@ def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
         if first["covers_unit"] and first["covers_weights"]:
             ax.errorbar(eps, mse, yerr=sd, fmt="o-", color=f"C{colour}", capsize=3, lw=1.8,
                         label=label)
+            for x, y in zip(eps, mse, strict=True):
+                ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, -13),
+                            ha="center", fontsize=7, color=f"C{colour}")
             colour += 1
         else:
             style = "s--" if first["covers_weights"] else "^:"
@@ -194,19 +184,15 @@ LABELS = {
 }
 
 
-def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, out: IO[bytes]) -> None:
+def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, stamp: str,
+                         out: IO[bytes]) -> Figure:
     """Figures 2 and 7 of the private-training paper: test accuracy (mean +- std over seeds)
     against C (log axis), one panel per eps (Figure 7) or per batch size (Figure 2), one line
     per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     by = "eps" if any(r.get("eps") is not None for r in rows) else "batch"
     panels = sorted(dict.fromkeys(r[by] for r in rows))
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(4.2 * len(panels), 6.4), 4.0),
-                             dpi=120, squeeze=False, sharey=True)
+    fig = Figure(figsize=(max(4.2 * len(panels), 6.4), 4.0), dpi=120)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)
     models = list(dict.fromkeys(r["model"] for r in rows))
     for ax, panel in zip(axes[0], panels, strict=True):
         for i, model in enumerate(models):
@@ -223,23 +209,16 @@ def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, out: IO[bytes]) ->
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("test accuracy")
     fig.suptitle(fill(title, 75), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out, format="png")
-    plt.close(fig)
+    return _finish(fig, stamp=stamp, out=out)
 
 
-def qml_epoch_panels(rows: Sequence[dict], *, title: str, out: IO[bytes],
-                     metrics: Sequence[str], log: Sequence[str] = ()) -> None:
+def qml_epoch_panels(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes],
+                     metrics: Sequence[str], log: Sequence[str] = ()) -> Figure:
     """Per-epoch curves of the private-training paper's Figures 3-6, 8 and 10: one panel per
     metric, one line per variant (mean over seeds, shaded +- std). Extra lines where the rows
     carry them: C and Theorem 3.2's bound (norm panels), the unclipped twin's accuracy."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(metrics), figsize=(max(4.0 * len(metrics), 6.4), 4.0),
-                             dpi=120, squeeze=False)
+    fig = Figure(figsize=(max(4.0 * len(metrics), 6.4), 4.0), dpi=120)
+    axes = fig.subplots(1, len(metrics), squeeze=False)
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     for ax, metric in zip(axes[0], metrics, strict=True):
         bounds: set[float] = set()
@@ -274,9 +253,7 @@ def qml_epoch_panels(rows: Sequence[dict], *, title: str, out: IO[bytes],
         ax.set_ylabel(LABELS.get(metric, metric))
         ax.legend(fontsize=6)
     fig.suptitle(fill(title, 75), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(out, format="png")
-    plt.close(fig)
+    return _finish(fig, stamp=stamp, out=out)
 
 
 FIGURES: dict[str, Callable[..., None]] = {

@@ -53,7 +53,7 @@ import pandas as pd
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
-from qpriv.experiments.grid import TINY, Budget, Cell, mean_std
+from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
 from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
 from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, method
 from qpriv.forecasting.records import ForecastResult
@@ -62,7 +62,7 @@ from qpriv.privacy.claims import Kind, Unit
 from qpriv.runs.cache import cached_json
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import RESULT_FILE
-from qpriv.tables import format_table
+from qpriv.tables import format_cell, format_table
 
 UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
 """The units a frontier can be stated at."""
@@ -215,6 +215,15 @@ def frontier_cell(series: Series, *, eps: float | None, seed: int, dataset: str,
                 overrides=extra)
 
 
+def frontier_jobs(series: Sequence[Series], *, dataset: str, horizon: int
+                  ) -> list[tuple[Series, Cell]]:
+    """Every run of the frontier with its series, in the order :func:`run_frontier` runs them:
+    the seconds-long closed-form fits first."""
+    jobs = [(s, frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon))
+            for s in series for e in s.eps for seed in s.seeds]
+    return sorted(jobs, key=lambda job: job[0].family != LINEAR)
+
+
 # -- running ---------------------------------------------------------------------------------
 
 
@@ -318,23 +327,22 @@ def run_frontier(
     if out.exists() and not out.is_dir():
         raise InvalidInputError(f"--out {out} exists and is not a directory; name a folder")
     started = time.perf_counter()
-    jobs = [(s, e, seed) for s in series for e in s.eps for seed in s.seeds]
-    jobs.sort(key=lambda job: job[0].family != LINEAR)  # the seconds-long fits first
-    cells = [frontier_job(frontier_cell(s, eps=e, seed=seed, dataset=dataset, horizon=horizon),
-                          series=s, budget=budget, out_dir=out, data_dir=data_dir,
-                          threads=threads) for s, e, seed in jobs]
+    jobs = frontier_jobs(series, dataset=dataset, horizon=horizon)
+    cells = [frontier_job(cell, series=s, budget=budget, out_dir=out, data_dir=data_dir,
+                          threads=threads) for s, cell in jobs]
     outcomes = runs.run(cells, fingerprint=fingerprint, progress=progress)
     done: dict[tuple[str, float | None], list[tuple[int, Path]]] = {}
-    for (s, e, seed), cell, outcome in zip(jobs, cells, outcomes, strict=True):
+    for (s, cell), job, outcome in zip(jobs, cells, outcomes, strict=True):
         if outcome.state != FAILED:
-            done.setdefault((s.method, e), []).append((seed, cell.run_dir))
+            done.setdefault((s.method, cell.eps), []).append((cell.seed, job.run_dir))
     failures = [outcome.failure() for outcome in outcomes if outcome.state == FAILED]
     rows = [row_of(s, eps=e, runs=done.get((s.method, e), []), unit=unit, budget=budget)
             for s in series for e in s.eps]
     report = FrontierReport(dataset=dataset, horizon=horizon, unit=unit, budget=budget.name,
                             rows=rows, failures=failures,
                             seconds=time.perf_counter() - started)
-    write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name)
+    write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name,
+                   stamp=frontier_stamp(budget))
     return report
 
 
@@ -411,15 +419,25 @@ def title_of(report: FrontierReport) -> str:
             f"({delta}); budget {report.budget}")
 
 
-def write_frontier(report: FrontierReport, where: Path) -> None:
-    """``frontier.csv``, ``frontier.md`` and ``frontier.png`` in ``where``, each atomically."""
+def frontier_stamp(budget: Budget) -> str:
+    """The budget line of ``frontier.png``: the backbone's budget and the linear family's
+    look-back and windows (:func:`linear_settings`)."""
+    linear = linear_settings(budget)
+    train = ("every training window" if linear["max_train_windows"] is None
+             else f"{linear['max_train_windows']} training windows")
+    return f"{budget_stamp(budget)}; linear family: L = {linear['seq_len']}, {train}"
+
+
+def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:
+    """``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``stamp``: its budget line) in
+    ``where``, each atomically."""
     files = {"csv": where / "frontier.csv", "markdown": where / "frontier.md",
              "png": where / "frontier.png"}
     frame = pd.DataFrame(report.rows, columns=list(COLUMNS))
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report))
     buffer = io.BytesIO()
-    frontier_plot(report.rows, title=title_of(report), out=buffer)
+    frontier_plot(report.rows, title=title_of(report), stamp=stamp, out=buffer)
     atomic_write_bytes(files["png"], buffer.getvalue())
     report.files = {k: str(v) for k, v in files.items()}
 
@@ -449,9 +467,12 @@ def explain(report: FrontierReport) -> list[str]:
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
+    """``0.3302 ± 0.0011``: the mean to 4 significant digits, the sd to 2 (an em dash when
+    missing)."""
     if mean is None:
         return "—"
-    return f"{mean:.4f}" if sd is None else f"{mean:.4f} ± {sd:.4f}"
+    return format_cell(mean, significant=True) + (
+        "" if sd is None else " ± " + format_cell(sd, 2, significant=True))
 
 
 def markdown(report: FrontierReport) -> str:

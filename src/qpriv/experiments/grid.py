@@ -79,6 +79,20 @@ TINY = Budget("tiny", epochs=1, max_train_windows=64, max_eval_windows=32, seq_l
 BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
 
 
+def budget_stamp(budget: Budget) -> str:
+    """What a forecasting run of ``budget`` spends, in one line for a figure's corner:
+    ``budget quick: 1 epoch, 256 training and 128 evaluation windows, L = 336``."""
+    epochs = ("the method's epochs (20)" if budget.epochs is None
+              else f"{budget.epochs} epoch{'s' if budget.epochs != 1 else ''}")
+    train = ("every training window" if budget.max_train_windows is None
+             else f"{budget.max_train_windows} training windows")
+    evaluation = ("every evaluation window" if budget.max_eval_windows is None
+                  else f"{budget.max_eval_windows} evaluation windows")
+    model = (", model " + ", ".join(f"{k} = {v}" for k, v in budget.model)
+             if budget.model else "")
+    return f"budget {budget.name}: {epochs}, {train}, {evaluation}, L = {budget.seq_len}{model}"
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A paper table or figure.
@@ -107,6 +121,8 @@ class Experiment:
     full_hours: float = 0.0
     quick_minutes: float | None = None
     """Measured ``--quick`` wall time of a computed experiment (cells are estimated per cell)."""
+    stamp: Callable[[Budget], str] = budget_stamp
+    """The budget's line on the figure (the classifier figures spend theirs differently)."""
 
 
 # -- grid builders --------------------------------------------------------------------------

@@ -172,6 +172,18 @@ def protocol(budget: Budget) -> Protocol:
     return PROTOCOLS[budget.name]
 
 
+def budget_stamp(budget: Budget) -> str:
+    """What a classifier figure of ``budget`` spends, in one line for its corner:
+    ``budget quick: 15 epochs (10 on images), 2 seeds, rates untuned``."""
+    plan = protocol(budget)
+    seeds = "every seed" if plan.n_seeds is None else (
+        f"{plan.n_seeds} seed{'s' if plan.n_seeds != 1 else ''}")
+    tuning = ("rates tuned over " + ", ".join(f"{f:g}" for f in plan.lr_factors) + " x base"
+              if plan.lr_factors else "rates untuned")
+    return (f"budget {budget.name}: {plan.epochs} epochs ({plan.image_epochs} on images), "
+            f"{seeds}, {tuning}")
+
+
 # -- runs ---------------------------------------------------------------------------------------
 
 

@@ -142,7 +142,7 @@ def run_experiment(
     rows = join_paper(rows, exp.paper)
     report = ExperimentReport(id=exp.id, budget=budget.name, rows=rows, failures=failures,
                               columns=columns_of(rows), seconds=time.perf_counter() - started)
-    write_report(report, exp, out / exp.id / budget.name)
+    write_report(report, exp, out / exp.id / budget.name, stamp=exp.stamp(budget))
     return report
 
 
@@ -335,8 +335,10 @@ def columns_of(rows: Sequence[dict]) -> list[str]:
     return ordered
 
 
-def write_report(report: ExperimentReport, exp: Experiment, where: Path) -> None:
-    """``results.csv``, ``table.md``, ``report.json`` and the figure, each atomically."""
+def write_report(report: ExperimentReport, exp: Experiment, where: Path, *,
+                 stamp: str) -> None:
+    """``results.csv``, ``table.md``, ``report.json`` and the figure (``stamp``: its budget
+    line), each atomically."""
     import pandas as pd
 
     frame = pd.DataFrame(report.rows, columns=report.columns or None)
@@ -346,7 +348,7 @@ def write_report(report: ExperimentReport, exp: Experiment, where: Path) -> None
     atomic_write_text(files["markdown"], markdown(report, exp))
     if exp.figure is not None and report.rows:
         buffer = io.BytesIO()
-        FIGURES[exp.figure](report.rows, title=exp.title, out=buffer)
+        FIGURES[exp.figure](report.rows, title=exp.title, stamp=stamp, out=buffer)
         files["figure"] = where / "figure.png"
         atomic_write_bytes(files["figure"], buffer.getvalue())
     report.files = {k: str(v) for k, v in files.items()}
@@ -361,7 +363,8 @@ def markdown(report: ExperimentReport, exp: Experiment) -> str:
     lines = [f"# {exp.id}: {exp.title}", "", f"Budget `{report.budget}`; {source}.", ""]
     if report.rows:
         lines.append(format_table(columns, [[row.get(c) for c in columns]
-                                            for row in report.rows], markdown=True))
+                                            for row in report.rows], markdown=True,
+                                  significant=True))
     else:
         lines.append("No rows: every cell failed.")
     legend = epsilon_legend(report.rows, columns)
@@ -380,34 +383,61 @@ def markdown(report: ExperimentReport, exp: Experiment) -> str:
 EPS_COLUMNS = ("eps", "eps_train", "eps_advanced", "eps_spent")
 
 
+def _columns(names: Sequence[str]) -> str:
+    """``eps_train`` / ``eps_spent`` as the legend names them."""
+    return " / ".join(f"`{name}`" for name in names)
+
+
+def _legend_text(kind: Kind, shown: Sequence[str]) -> str | None:
+    """What the epsilon columns ``shown`` mean for methods of privacy ``kind``, naming only
+    those columns (None: the kind has no words for any of them)."""
+    composed = [c for c in ("eps_train", "eps_advanced") if c in shown]
+    spent = [c for c in ("eps_train", "eps_spent") if c in shown]
+    parts = []
+    if kind == Kind.LOCAL_QDP:
+        if "eps" in shown:
+            parts.append("`eps` is the per-pass budget eps_s, local eps-QDP per pass (trace "
+                         "distance d = 0.1, full norm), accounting=paper")
+        if composed:
+            parts.append(f"{_columns(composed)} "
+                         + ("compose" if len(composed) > 1 else "composes")
+                         + " the per-pass budget over the run's epochs by advanced composition "
+                         "(eq. 17, delta' = 1e-6), accounting=paper")
+        if parts:
+            parts.append(("both hold" if len(parts) > 1 else "it holds")
+                         + " for the released quantum features only (RevIN statistics and "
+                         "the forecast targets bypass the channel); `qpriv account` gives the "
+                         "rigorous numbers")
+    elif kind == Kind.GLOBAL_DP:
+        if "eps" in shown:
+            parts.append("`eps` is the target of global (eps, delta = 1e-6)-DP on the trained "
+                         "weights")
+        if spent:
+            parts.append(f"{_columns(spent)} "
+                         + ("are" if len(spent) > 1 else "is")
+                         + " what the run spent, Opacus RDP, accounting=rigorous")
+    elif kind == Kind.LOCAL_DP and "eps" in shown:
+        parts.append("`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian "
+                     "mechanism, L2 sensitivity 1), accounting=paper")
+    return "; ".join(parts) or None
+
+
 def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
     """One line per privacy notion among the rows' methods: what its epsilon columns mean,
-    with kind, delta and accounting (a column mixes notions across methods, as the paper's)."""
+    with kind, delta and accounting (a column mixes notions across methods, as the paper's).
+    Only the epsilon columns among ``columns`` are named."""
 
     shown = [c for c in EPS_COLUMNS if c in columns]
     if not shown:
         return []
-    meaning = {
-        Kind.LOCAL_QDP: (
-            "`eps` is the per-pass budget eps_s, local eps-QDP per pass (trace distance d = 0.1, "
-            "full norm), accounting=paper; `eps_train` / `eps_advanced` compose it over the "
-            "run's epochs by advanced composition (eq. 17, delta' = 1e-6), accounting=paper. "
-            "Both hold for the released quantum features only (RevIN statistics and the "
-            "forecast targets bypass the channel); `qpriv account` gives the rigorous numbers"),
-        Kind.GLOBAL_DP: (
-            "`eps` is the target of global (eps, delta = 1e-6)-DP on the trained weights; "
-            "`eps_train` / `eps_spent` are what the run spent, Opacus RDP, accounting=rigorous"),
-        Kind.LOCAL_DP: (
-            "`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian mechanism, "
-            "L2 sensitivity 1), accounting=paper"),
-    }
     by_text: dict[str, list[str]] = {}
     for row in rows:
         method = METHODS.get(str(row.get("method")))
         if method is None:
             continue
-        text = meaning.get(method.privacy) or (
-            "`eps` only sets a noise scale: no privacy guarantee" if method.needs_eps
+        text = _legend_text(method.privacy, shown) or (
+            "`eps` only sets a noise scale: no privacy guarantee"
+            if method.needs_eps and "eps" in shown
             else "no noise and no privacy guarantee")
         if row["method"] not in by_text.setdefault(text, []):
             by_text[text].append(row["method"])

@@ -26,6 +26,7 @@ from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
 from qpriv.privacy.claims import Kind
+from qpriv.progress import say
 from qpriv.runs.cache import cached_json
 
 RIGOROUS_UNITS = ("token", "window", "record")
@@ -51,12 +52,21 @@ def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:
             "epochs": epochs, "delta": delta}
 
 
-def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float) -> dict:
+def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
+                     progress: bool = False) -> dict:
     """The rigorous (eps, delta) of token, window and record at the run's settings, each
-    labelled, with the assumptions; cached by settings."""
+    labelled, with the assumptions; cached by settings. ``progress``: where it is computed
+    (not cached), a line and a bar on stderr say so."""
     settings = _settings(config, epochs=epochs, delta=delta)
-    summary = dict(_cached_summary(json.dumps(settings, sort_keys=True)))
+    summary = dict(_cached_summary(json.dumps(settings, sort_keys=True), progress))
     return {**summary, "covers": covered(config)}
+
+
+def rigorous_cached(config: ModelConfig, *, epochs: int, delta: float) -> bool:
+    """Whether :func:`rigorous_summary` at these settings is a read from the disk cache, not
+    a minute's computation (a damaged entry counts as cached: the plan is rough)."""
+    key = json.dumps(_settings(config, epochs=epochs, delta=delta), sort_keys=True)
+    return config.n_shots is None or _cache_path(key).is_file()
 
 
 def covered(config: ModelConfig) -> str:
@@ -70,28 +80,37 @@ def covered(config: ModelConfig) -> str:
             f"distance; not covered: {'; '.join(bypass)}")
 
 
+def _cache_path(key: str) -> Path:
+    return accounting_cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
 @functools.lru_cache(maxsize=32)
-def _cached_summary(key: str) -> dict:
+def _cached_summary(key: str, progress: bool) -> dict:
     settings = json.loads(key)
-    path = accounting_cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    path = _cache_path(key)
     # an unwritable cache costs the next run a minute; a damaged entry is computed again
     kept = cached_json(
-        path, lambda: {"settings": settings, "summary": _compute_summary(settings)},
+        path, lambda: {"settings": settings,
+                       "summary": _compute_summary(settings, progress=progress)},
         damaged="recompute", fix="it is computed again", store="if-possible",
         valid=lambda saved: (saved.get("settings") == settings
                              and isinstance(saved.get("summary"), dict)))
     return kept["summary"]
 
 
-def _compute_summary(settings: dict) -> dict:
+def _compute_summary(settings: dict, *, progress: bool) -> dict:
     if settings["n_shots"] is None:
         return {"note": "exact probabilities are released (no shots): the rigorous accounting "
                         "of a finite-shot release does not apply; the exact distribution of "
                         "each token state is an unbounded number of shots"}
+    if progress:
+        say(f"rigorous accounting of the feature path at p = {settings['p']:.4g}, "
+            f"{settings['epochs']} epochs (token, window, record): about a minute, once; "
+            f"cached in {accounting_cache_dir()}")
     report = account(p=settings["p"], delta=settings["delta"], dim=settings["dim"],
                      n_shots=settings["n_shots"], stride=settings["stride"],
                      seq_len=settings["seq_len"], epochs=settings["epochs"],
-                     units=RIGOROUS_UNITS)
+                     units=RIGOROUS_UNITS, progress=progress)
     return {
         **{f"eps_{row.unit}": {**row.labelled(), "description": row.description,
                                "eps_rdp_check": row.eps_rdp}

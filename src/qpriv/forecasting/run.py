@@ -257,7 +257,8 @@ def run_forecast(
         strategy = _strategy(setup, n_train=len(data.train), train_config=train_config)
         # before training: a failure here costs nothing, and the answer is cached
         rigorous_part = (
-            {"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta)}
+            {"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta,
+                                          progress=progress)}
             if rigorous and setup.config.use_quantum and setup.config.p > 0
             and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
         request = {

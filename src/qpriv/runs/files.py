@@ -16,10 +16,12 @@ import secrets
 import time
 import zipfile
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import torch
+from tqdm import tqdm
 
 from qpriv.errors import InvalidInputError
 
@@ -133,6 +135,35 @@ def remove_stale_temporaries(directory: str | Path,
                 path.unlink()
                 removed.append(path)
     return removed
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a command wrote under a folder: ``files`` regular files of ``size`` bytes."""
+
+    files: int
+    size: int
+
+    def __str__(self) -> str:
+        """``1.23MB in 9 files`` (tqdm's SI sizes), or ``nothing``."""
+        if not self.files:
+            return "nothing"
+        size = tqdm.format_sizeof(self.size, suffix="B", divisor=1000)
+        return f"{size} in {self.files} file{'' if self.files == 1 else 's'}"
+
+
+def written_since(root: str | Path, *, since: float) -> Written:
+    """The regular files under ``root`` last modified at or after ``since`` (a
+    :func:`time.time`), and their total size: what a command that started then wrote there
+    (a file it only read back, such as a finished run it reused, is not counted)."""
+    files = size = 0
+    for path in Path(root).rglob("*"):
+        with contextlib.suppress(OSError):  # removed meanwhile (a stale temporary)
+            stat = path.stat()
+            if path.is_file() and stat.st_mtime >= since:
+                files += 1
+                size += stat.st_size
+    return Written(files=files, size=size)
 
 
 def _damaged(path: Path, exc: BaseException, *, fix: str) -> InvalidInputError:

@@ -18,7 +18,7 @@ from qpriv.quantum import (
     sic_vectors,
 )
 
-DIMS = (2, 4, 8, 16)
+DIMS = (2, 4, 8, 16, 32)
 
 
 def windows(n: int, dim: int, *, seed: int) -> torch.Tensor:
@@ -125,8 +125,8 @@ def test_stats_count_zero_norm_windows() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"windows": torch.ones(2, 3), "p": 0.1, "n_shots": 8}, r"D in \{2, 4, 8, 16\}"),
-        ({"windows": torch.ones(2, 32), "p": 0.1, "n_shots": 8}, r"D in \{2, 4, 8, 16\}"),
+        ({"windows": torch.ones(2, 3), "p": 0.1, "n_shots": 8}, r"D in \{2, 4, 8, 16, 32\}"),
+        ({"windows": torch.ones(2, 64), "p": 0.1, "n_shots": 8}, r"D in \{2, 4, 8, 16, 32\}"),
         ({"windows": torch.tensor([[1.0, float("nan")]]), "p": 0.1, "n_shots": 8}, "non-finite"),
         ({"windows": torch.ones(2, 4), "p": 1.5, "n_shots": 8}, r"p = 1.5 .* \[0, 1\]"),
         ({"windows": torch.ones(2, 4), "p": -0.1, "n_shots": 8}, r"p = -0.1 .* \[0, 1\]"),

@@ -23,7 +23,7 @@ from qpriv.quantum import (
     weyl_heisenberg_orbit,
 )
 
-DIMS = (2, 4, 8, 16)
+DIMS = (2, 4, 8, 16, 32)
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "generate_sic_fiducials.py"
 
 
@@ -91,8 +91,8 @@ def test_dims_that_are_not_powers_of_two_name_the_valid_ones(dim: object) -> Non
 
 
 def test_power_of_two_without_fiducial_names_the_valid_ones() -> None:
-    with pytest.raises(InvalidInputError, match=r"no SIC fiducial is shipped for dim = 32.*2, 4"):
-        sic_vectors(32)
+    with pytest.raises(InvalidInputError, match=r"no SIC fiducial is shipped for dim = 64.*2, 4"):
+        sic_vectors(64)
 
 
 def test_script_check_accepts_the_shipped_file(script: ModuleType) -> None:

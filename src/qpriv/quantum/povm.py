@@ -1,4 +1,4 @@
-"""SIC-POVMs for D = 2, 4, 8, 16 as Weyl-Heisenberg orbits of shipped fiducial vectors.
+"""SIC-POVMs for D = 2, 4, 8, 16, 32 as Weyl-Heisenberg orbits of shipped fiducial vectors.
 
 A SIC-POVM has D^2 rank-one elements M_k = |phi_k><phi_k| / D with equal overlaps
 |<phi_j|phi_k>|^2 = 1 / (D + 1) for j != k. Here the phi_k are the orbit of one fiducial psi
@@ -9,9 +9,9 @@ under the Weyl-Heisenberg group of Z_D x Z_D:
 
 For any fiducial the orbit is a tight frame, sum_k |phi_k><phi_k| = D I, so the M_k always sum
 to the identity; the equal overlaps are what the fiducial has to achieve. No installed library
-ships fiducials for D = 16, so they are found numerically by ``scripts/generate_sic_fiducials.py``
-and stored, with the overlap error each achieves, in ``qpriv/quantum/data/sic_fiducials.json``.
-Every fiducial is verified again when it is first loaded.
+ships fiducials for D = 16 or 32, so they are found numerically by
+``scripts/generate_sic_fiducials.py`` and stored, with the overlap error each achieves, in
+``qpriv/quantum/data/sic_fiducials.json``. Every fiducial is verified again when it is first loaded.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def _fiducial_file() -> dict:
 
 
 def available_sic_dims() -> tuple[int, ...]:
-    """The dimensions D for which a verified SIC fiducial is shipped (2, 4, 8, 16)."""
+    """The dimensions D for which a verified SIC fiducial is shipped (2, 4, 8, 16, 32; 32 is
+    the five-qubit register of the signed encoding)."""
     return tuple(sorted(int(key) for key in _fiducial_file()["fiducials"]))
 
 

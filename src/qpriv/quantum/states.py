@@ -158,3 +158,28 @@ def pure_trace_distance_full(psi: Tensor, phi: Tensor) -> Tensor:
     phi = phi.to(torch.complex128)
     overlap = (psi.conj() * phi).sum(dim=-1).abs().square()
     return 2.0 * torch.sqrt(torch.clamp(1.0 - overlap, min=0.0))
+
+
+def signed_amplitudes(x: Tensor, *, clip: float, reference: float) -> Tensor:
+    """The unnormalised amplitudes of the signed encoding of tokens ``x`` (..., n), n = 2^k.
+
+    ``(clamp(x, -c, c), r, 0, ..., 0)`` in R^{2n}: the token clipped to the public range [-c, c],
+    then a fixed reference amplitude r > 0, then zeros, on one qubit more than eq. 2 uses
+    (n = 16: five qubits, 32 amplitudes). :func:`amplitude_encode` of it is the state
+    psi(x) = (x, r) / sqrt(||x||^2 + r^2), which, unlike eq. 2, tells x from -x and keeps the
+    norm: the r-amplitude is r / sqrt(||x||^2 + r^2), and (x, r), (x', r) are parallel only when
+    x = x'. It never has zero norm. Differentiable; keeps x's dtype and device.
+    """
+    if not isinstance(x, Tensor) or x.ndim == 0:
+        raise InvalidInputError("tokens must be a torch.Tensor of shape (..., n)")
+    require_state_dimension(x.shape[-1], name="tokens' last axis")
+    if not (isinstance(clip, (int, float)) and math.isfinite(clip) and clip > 0):
+        raise InvalidInputError(f"clip = {clip!r} is not a finite number > 0; give the public "
+                                "range c of the token values, e.g. 2")
+    if not (isinstance(reference, (int, float)) and math.isfinite(reference) and reference > 0):
+        raise InvalidInputError(f"reference = {reference!r} is not a finite number > 0; give "
+                                "the reference amplitude r, e.g. 80")
+    n = x.shape[-1]
+    tail = torch.zeros(*x.shape[:-1], n, dtype=x.dtype, device=x.device)
+    tail[..., 0] = reference
+    return torch.cat([x.clamp(-clip, clip), tail], dim=-1)

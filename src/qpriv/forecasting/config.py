@@ -10,11 +10,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.privacy.calibration import DEFAULT_D
+from qpriv.privacy.trace_distance import (
+    signed_neighbour_distance,
+    signed_reference_for_distance,
+)
 from qpriv.quantum.features import n_tokens
 
 NORMS = ("qc-adaln", "layernorm")
 FEATURE_SCALES = ("centred", "raw")
 NORMALISATIONS = ("revin", "fixed")
+ENCODINGS = ("amplitude", "signed")
 
 
 def _require_int(name: str, value: int, *, low: int, hint: str = "") -> int:
@@ -48,6 +54,14 @@ class ModelConfig:
     ``input_noise`` is the standard deviation of Gaussian noise added to every value of the
     (z-scored) input window on every pass, before anything else reads it (the DP-Input
     baseline of the LDPT paper, section 7.2).
+    ``encoding`` is ``"amplitude"`` (eq. 2: psi = x / ||x||, D = ``dim`` amplitudes; blind to
+    the sign and the norm of a token) or ``"signed"`` (the ``ldpt-signed`` variant: the token
+    clipped to [-``clip``, ``clip``] and a fixed reference amplitude r appended, psi = (x, r) /
+    ||(x, r)|| on one qubit more, 2 ``dim`` amplitudes;
+    :func:`~qpriv.quantum.states.signed_amplitudes`). ``reference`` is r; None takes the r whose
+    worst neighbouring trace distance is the LDPT paper's d = 0.1 at this ``clip``
+    (r = 39.99 c; :func:`~qpriv.privacy.trace_distance.signed_reference_for_distance`). Both
+    are read only by the signed encoding.
     """
 
     seq_len: int = 336
@@ -71,6 +85,9 @@ class ModelConfig:
     feature_scale: str = "centred"
     input_noise: float = 0.0
     normalisation: str = "revin"
+    encoding: str = "amplitude"
+    clip: float = 2.0
+    reference: float | None = None
 
     def __post_init__(self) -> None:
         _require_int("dim (token length D)", self.dim, low=2)
@@ -122,6 +139,15 @@ class ModelConfig:
                 f"{', '.join(NORMALISATIONS)}; 'revin' normalises each window with its own "
                 "statistics (the paper), 'fixed' uses none (the side-channel-free variant)"
             )
+        if self.encoding not in ENCODINGS:
+            raise InvalidInputError(
+                f"encoding = {self.encoding!r} is not one of {', '.join(ENCODINGS)}; "
+                "'amplitude' is eq. 2 (x / ||x||), 'signed' appends a reference amplitude"
+            )
+        require_in_range("clip (public range of the signed encoding)", self.clip, low=0.0)
+        if self.reference is not None:
+            require_in_range("reference (amplitude r of the signed encoding)", self.reference,
+                             low=0.0)
         if not self.use_quantum and self.gate != 0.0:
             raise InvalidInputError(
                 f"gate = {self.gate:g} with use_quantum = False would zero the only input the "
@@ -134,9 +160,36 @@ class ModelConfig:
         return n_tokens(dim=self.dim, stride=self.stride, seq_len=self.seq_len)
 
     @property
+    def hilbert_dim(self) -> int:
+        """The dimension of the register a token is encoded in: ``dim`` for eq. 2's amplitude
+        encoding, ``2 dim`` (one more qubit) for the signed encoding."""
+        return 2 * self.dim if self.encoding == "signed" else self.dim
+
+    @property
+    def reference_amplitude(self) -> float:
+        """r of the signed encoding: ``reference``, or the r whose worst neighbouring trace
+        distance is d = 0.1 at ``clip``."""
+        if self.reference is not None:
+            return float(self.reference)
+        return signed_reference_for_distance(d=DEFAULT_D, clip=self.clip)
+
+    @property
+    def neighbour_d(self) -> float:
+        """The full trace distance d between neighbouring token states that the calibration
+        (Theorem 1) and the accounting use: the LDPT paper's assumed d = 0.1 for the amplitude
+        encoding (a real change can exceed it: Table 2, and a token near zero can flip to an
+        orthogonal state), the proved worst case ``4 c r / (c^2 + r^2)`` of one value replaced
+        within [-c, c] for the signed encoding
+        (:func:`~qpriv.privacy.trace_distance.signed_neighbour_distance`)."""
+        if self.encoding == "signed":
+            return signed_neighbour_distance(clip=self.clip, reference=self.reference_amplitude)
+        return DEFAULT_D
+
+    @property
     def n_features(self) -> int:
-        """D^2 + 1: the SIC-POVM frequencies plus the purity of one token (the qf vector)."""
-        return self.dim**2 + 1
+        """D^2 + 1: the POVM frequencies plus the purity of one token (the qf vector), D the
+        register's dimension (:attr:`hilbert_dim`)."""
+        return self.hilbert_dim**2 + 1
 
     @property
     def uses_classical_embedding(self) -> bool:

@@ -38,13 +38,24 @@ class QuantumFeatures(nn.Module):
     window mean). The map is post-processing of the measured features, so the privacy of the
     feature path is unchanged, and W_proj composed with it is again an affine map of the raw
     features, so the model class is the paper's. ``scale="raw"`` keeps them as measured.
+
+    The signed encoding (``baseline`` and ``gain`` given) centres the frequencies on those of
+    its token x = 0, the state |r> that every token is close to when r >> c, and scales them:
+    ``f_k -> gain D^2 (f_k - baseline_k)``. D^2 (f_k - baseline_k) moves with the data by about
+    (1 - p) c / r (the signal) and with the shots by about D / sqrt(N_s) (the noise), so the
+    model sets ``gain = 1 / sqrt(((1 - p) c / r)^2 + D^2 / N_s)`` (r / c for exact
+    probabilities): the features are O(1) whatever r, p and N_s. Again a fixed,
+    data-independent affine map of the measured features (privacy unchanged).
     """
 
-    def __init__(self, *, p: float, n_shots: int | None, scale: str = "centred") -> None:
+    def __init__(self, *, p: float, n_shots: int | None, scale: str = "centred",
+                 baseline: Tensor | None = None, gain: float = 1.0) -> None:
         super().__init__()
         self.p = p
         self.n_shots = n_shots
         self.scale = scale
+        self.gain = gain
+        self.register_buffer("baseline", baseline, persistent=False)
         self.stats = FeatureStats()
 
     def forward(self, tokens: Tensor, generator: torch.Generator) -> Tensor:
@@ -56,12 +67,16 @@ class QuantumFeatures(nn.Module):
             )
             if self.scale == "centred":
                 dim = tokens.shape[-1]
-                freqs = freqs.mul_(dim * dim).sub_(1.0)
+                if self.baseline is None:
+                    freqs = freqs.mul_(dim * dim).sub_(1.0)
+                else:
+                    freqs = freqs.sub_(self.baseline).mul_(self.gain * dim * dim)
                 purity = purity.mul_(dim).sub_(1.0).div_(dim - 1)
             return torch.cat([freqs, purity.unsqueeze(-1)], dim=-1)
 
     def extra_repr(self) -> str:
-        return f"p={self.p:.4g}, n_shots={self.n_shots}, scale={self.scale}"
+        centre = "" if self.baseline is None else f", centred on |r>, gain={self.gain:.4g}"
+        return f"p={self.p:.4g}, n_shots={self.n_shots}, scale={self.scale}{centre}"
 
 
 def sinusoidal_positions(n_tokens: int, d_model: int) -> Tensor:

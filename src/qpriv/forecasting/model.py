@@ -6,6 +6,8 @@ The forward pass reads as the pipeline of the LDPT paper (section 5.1, Figure 1)
    no per-window statistics, which would bypass the channel);
 2. tokens: sliding windows of length D, stride s;           (B, C, T, D), T = (L - D) // s + 1
 3. quantum features qf = [SIC-POVM frequencies, purity];    (B, C, T, D^2 + 1), no grad
+   (``encoding="signed"``: each token clipped and given a
+   reference amplitude on one qubit more, D -> 2D);
 4. W_proj qf and the classical embedding x_cl,
    x_enh = [(1 - g) x_cl, W_proj qf] (eq. 11);              (B, C, T, 2 d_model)
    without the quantum path x_enh = [x_cl, 0]: every method runs the same backbone, so
@@ -23,6 +25,8 @@ The window stays the leading axis of every tensor through every parameter layer 
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -36,6 +40,8 @@ from qpriv.forecasting.layers import (
     QuantumFeatures,
 )
 from qpriv.forecasting.revin import RevIN
+from qpriv.quantum.features import outcome_probabilities
+from qpriv.quantum.states import signed_amplitudes
 
 #: The paper's parameter count (section 7.2), for comparison in reports. Ours is larger: the
 #: flatten head alone is T d_model H = 81 x 128 x 24 = 249 K weights, and the rest of the model
@@ -79,7 +85,16 @@ class LDPTForecaster(nn.Module):
         )
         self.features = self.proj = None
         if cfg.use_quantum:
-            self.features = QuantumFeatures(p=cfg.p, n_shots=cfg.n_shots, scale=cfg.feature_scale)
+            centre = {}
+            if cfg.encoding == "signed":  # centred on the state of the token x = 0
+                zero = signed_amplitudes(torch.zeros(cfg.dim, dtype=torch.float64),
+                                         clip=cfg.clip, reference=cfg.reference_amplitude)
+                signal = (1.0 - cfg.p) * cfg.clip / cfg.reference_amplitude
+                noise = cfg.hilbert_dim**2 / cfg.n_shots if cfg.n_shots else 0.0
+                centre = {"baseline": outcome_probabilities(zero / zero.norm(), p=cfg.p).float(),
+                          "gain": 1.0 / math.sqrt(signal**2 + noise)}
+            self.features = QuantumFeatures(p=cfg.p, n_shots=cfg.n_shots, scale=cfg.feature_scale,
+                                            **centre)
             self.proj = nn.Linear(cfg.n_features, d)  # W_proj
         self.inject_input = Injection(sigma=sigma)  # noise #1
         n_features = cfg.n_features if cfg.conditioned else None
@@ -114,7 +129,7 @@ class LDPTForecaster(nn.Module):
         tokens = x_norm[..., self.token_index]  # (B, C, T, D), the unfold as a gather
         x_cl = self.embed(tokens) if self.embed is not None else None  # (B, C, T, d)
         if self.features is not None:
-            qf = self.features(z.unfold(-1, cfg.dim, cfg.stride), shots_rng)  # (B, C, T, D^2+1)
+            qf = self.features(self._channel_input(z), shots_rng)  # (B, C, T, D^2+1)
             x_q = self.proj(qf)  # (B, C, T, d)
             q = qf.mean(dim=2)  # (B, C, D^2+1), token-mean-pooled conditioning
             x_cl = (1.0 - cfg.gate) * x_cl if x_cl is not None else torch.zeros_like(x_q)
@@ -134,13 +149,23 @@ class LDPTForecaster(nn.Module):
 
         ``x (B, L, C)`` -> ``(B, C, T, D)`` in x's dtype (float64 in, float64 out, so an audit
         can compare states to 1e-9), by the same normalisation and unfolding as the forward
-        pass; None for a model without the quantum path. Used by the side-channel audit
+        pass (the signed encoding: the signed amplitudes ``(B, C, T, 2 D)``); None for a model
+        without the quantum path. Used by the side-channel audit
         (:mod:`qpriv.audits.sidechannel`).
         """
         if self.features is None:
             return None
         _, z, _ = self.revin(x.transpose(1, 2))  # (B, C, L)
-        return z.unfold(-1, self.config.dim, self.config.stride)
+        return self._channel_input(z)
+
+    def _channel_input(self, z: Tensor) -> Tensor:
+        """``z (B, C, L)`` -> the vectors amplitude-encoded per token: the tokens ``(B, C, T, D)``
+        (eq. 2), or their signed amplitudes ``(B, C, T, 2 D)`` (the ``ldpt-signed`` encoding)."""
+        cfg = self.config
+        tokens = z.unfold(-1, cfg.dim, cfg.stride)
+        if cfg.encoding == "signed":
+            return signed_amplitudes(tokens, clip=cfg.clip, reference=cfg.reference_amplitude)
+        return tokens
 
     # -- noise streams ---------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.accounting import account, rigorous_calibration
+from qpriv.privacy.calibration import DEFAULT_D
 from qpriv.privacy.claims import Kind
 from qpriv.progress import say
 from qpriv.runs.cache import cached_json
@@ -47,9 +48,29 @@ def accounting_cache_dir() -> Path:
 
 
 def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:
-    return {"format": FORMAT, "p": round(config.p, 12), "dim": config.dim,
-            "n_shots": config.n_shots, "stride": config.stride, "seq_len": config.seq_len,
-            "epochs": epochs, "delta": delta}
+    settings = {"format": FORMAT, "p": round(config.p, 12), "dim": config.dim,
+                "n_shots": config.n_shots, "stride": config.stride, "seq_len": config.seq_len,
+                "epochs": epochs, "delta": delta}
+    if config.encoding == "signed":  # the register and d differ from eq. 2's
+        settings.update(encoding="signed", hilbert_dim=config.hilbert_dim,
+                        d=round(config.neighbour_d, 12))
+    return settings
+
+
+def signed_neighbourhood(config: ModelConfig) -> str:
+    """The neighbourhood of the signed encoding, in words: the proved worst-case trace
+    distance of one value replaced within the clipping range (and where it stops holding)."""
+    where = ("every window and record holding it (normalisation fixed: no other token state "
+             "moves)" if config.normalisation == "fixed" else
+             "the token unit only: RevIN's per-window mean and std move every token of a "
+             "window, so at the window and record units the bound does not hold")
+    return (f"one value of a token replaced within [-{config.clip:g}, {config.clip:g}] (z-score "
+            f"units, values clipped there): the signed states psi = (x, r) / ||(x, r)||, "
+            f"r = {config.reference_amplitude:.6g}, move by at most d = {config.neighbour_d:.6g} "
+            "in full trace norm (4 c r / (c^2 + r^2) for r >= c, else 2; proved, and attained "
+            f"by x_i = -c -> +c with the other values 0); holds for {where}. The worst-pair "
+            "search runs over every pure pair of the register at that d, the encodable ones "
+            "among them, so the accounting is an upper bound for this encoding")
 
 
 def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
@@ -59,6 +80,13 @@ def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
     (not cached), a line and a bar on stderr say so."""
     settings = _settings(config, epochs=epochs, delta=delta)
     summary = dict(_cached_summary(json.dumps(settings, sort_keys=True), progress))
+    if config.encoding == "signed" and "assumptions" in summary:
+        # the first assumption is eq. 2's assumed d; the signed encoding's d is proved, and
+        # each claim names it
+        neighbourhood = signed_neighbourhood(config)
+        summary["assumptions"] = [neighbourhood, *summary["assumptions"][1:]]
+        for unit in RIGOROUS_UNITS:
+            summary[f"eps_{unit}"] = {**summary[f"eps_{unit}"], "neighbourhood": neighbourhood}
     return {**summary, "covers": covered(config)}
 
 
@@ -107,7 +135,11 @@ def _compute_summary(settings: dict, *, progress: bool) -> dict:
         say(f"rigorous accounting of the feature path at p = {settings['p']:.4g}, "
             f"{settings['epochs']} epochs (token, window, record): about a minute, once; "
             f"cached in {accounting_cache_dir()}")
-    report = account(p=settings["p"], delta=settings["delta"], dim=settings["dim"],
+    signed = settings.get("encoding") == "signed"
+    report = account(p=settings["p"], delta=settings["delta"],
+                     dim=settings["hilbert_dim"] if signed else settings["dim"],
+                     d=settings["d"] if signed else DEFAULT_D,
+                     token_length=settings["dim"] if signed else None,
                      n_shots=settings["n_shots"], stride=settings["stride"],
                      seq_len=settings["seq_len"], epochs=settings["epochs"],
                      units=RIGOROUS_UNITS, progress=progress)
@@ -131,7 +163,10 @@ def rigorous_setup(setup: MethodSetup, *, eps_total: float, delta: float, epochs
             "--accounting rigorous calibrates the channel of an LDPT method with finite shots "
             "(ldpt or an ablation that keeps the channel); this method has none"
         )
-    cal = rigorous_calibration(eps_total=eps_total, delta=delta, unit="record", dim=config.dim,
+    signed = config.encoding == "signed"
+    cal = rigorous_calibration(eps_total=eps_total, delta=delta, unit="record",
+                               dim=config.hilbert_dim, d=config.neighbour_d,
+                               token_length=config.dim if signed else None,
                                d_model=config.d_model, n_shots=config.n_shots,
                                stride=config.stride, seq_len=config.seq_len, epochs=epochs)
     sigma = cal.sigma if config.injects else config.sigma

@@ -45,6 +45,7 @@ from qpriv.forecasting.rigorous import (
     TARGETS_NOTE,
     rigorous_setup,
     rigorous_summary,
+    signed_neighbourhood,
 )
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.calibration import MAX_EPS
@@ -416,7 +417,9 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         "release N_s shots of every token, over all tokens and passes: see the rigorous "
         "accounting",
         TARGETS_NOTE, bypass, SCALER_NOTE)
-    neighbourhood = {"neighbourhood": f"trace distance d = {cal.d:g} (full norm)"}
+    neighbourhood = {"neighbourhood": (
+        signed_neighbourhood(setup.config) if setup.config.encoding == "signed"
+        else f"trace distance d = {cal.d:g} (full norm)")}
     per_pass = PrivacyClaim(
         value=eps, kind=Kind.LOCAL_QDP, accounting=Accounting.PAPER, unit=Unit.TOKEN,
         covers=COVERS_FEATURES_PER_PASS, notes=claim_notes, details=neighbourhood)

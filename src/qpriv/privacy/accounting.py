@@ -288,18 +288,22 @@ class CompositionPlan:
 def composition_plan(
     unit: str, *, n_shots: int = DEFAULT_SHOTS, dim: int = DEFAULT_DIM,
     stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
+    token_length: int | None = None,
 ) -> CompositionPlan:
     """The composition count of a unit of privacy (see :data:`UNIT_DESCRIPTIONS`).
 
     token: N_s shots; token-training: N_s x epochs; window: N_s x (tokens of one window holding a
     changed time step, ``ceil(D/s)`` = 4 at D = 16, s = 4); record: N_s x (n_tokens x D token
     states holding the time step over the L windows that contain it: 81 x 16 = 1296, at most
-    L ceil(D/s) = 1344) x epochs.
+    L ceil(D/s) = 1344) x epochs. The token length is ``token_length`` (default ``dim``: eq. 2
+    encodes a token of D values in D amplitudes; the signed encoding puts a token of 16 values
+    in 32 amplitudes, so there ``dim`` = 32 and ``token_length`` = 16).
     """
     if unit not in UNITS:
         raise InvalidInputError(f"unit = {unit!r} is not one of {', '.join(UNITS)}")
     n_shots = require_positive_int("n_shots", n_shots)
     dim = check_dim(dim)
+    length = dim if token_length is None else require_positive_int("token_length", token_length)
     stride = require_positive_int("stride", stride)
     seq_len = require_positive_int("seq_len", seq_len)
     epochs = require_positive_int("epochs", epochs)
@@ -311,9 +315,9 @@ def composition_plan(
         factors = (shots, ("epochs", epochs))
     elif unit == "window":
         factors = (shots, ("token states of the window holding the time step",
-                           tokens_per_window(dim=dim, stride=stride, seq_len=seq_len)))
+                           tokens_per_window(dim=length, stride=stride, seq_len=seq_len)))
     else:
-        held = n_tokens(dim=dim, stride=stride, seq_len=seq_len) * dim
+        held = n_tokens(dim=length, stride=stride, seq_len=seq_len) * length
         factors = (shots, ("token states holding the time step, over its windows", held),
                    ("epochs", epochs))
     plan = CompositionPlan(unit, UNIT_DESCRIPTIONS[unit], factors)
@@ -627,7 +631,7 @@ def rigorous_epsilon(
     dim: int = DEFAULT_DIM, n_shots: int = DEFAULT_SHOTS, stride: int = DEFAULT_STRIDE,
     seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
     restarts: int = DEFAULT_RESTARTS, seed: int = 0,
-    extra_pairs: Sequence[NeighbourPair] = (),
+    extra_pairs: Sequence[NeighbourPair] = (), token_length: int | None = None,
 ) -> RigorousEpsilon:
     """Rigorous (eps, delta) of one unit of privacy of the LDPT feature path at noise p.
 
@@ -640,7 +644,7 @@ def rigorous_epsilon(
     """
     start = time.perf_counter()
     plan = composition_plan(unit, n_shots=n_shots, dim=dim, stride=stride, seq_len=seq_len,
-                            epochs=epochs)
+                            epochs=epochs, token_length=token_length)
     pairs = [*extra_pairs, *search_worst_pairs(p=p, d=d, dim=dim, count=plan.count,
                                                delta=delta, restarts=restarts, seed=seed)]
     result = evaluate_pairs(plan, pairs, p=p, delta=delta, d=d)
@@ -693,11 +697,15 @@ def account(
     stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
     alpha: float = DEFAULT_ALPHA, delta_prime: float = 1e-6,
     units: Sequence[str] = UNITS, restarts: int = DEFAULT_RESTARTS, seed: int = 0,
-    progress: bool = False,
+    progress: bool = False, token_length: int | None = None,
 ) -> AccountingReport:
     """Account the LDPT feature path rigorously at the paper's calibration of ``eps_s`` (or at a
     given ``p``) for every unit, beside the paper's per-pass eps_s and its composition over the
     epochs (eq. 16 basic, eq. 17 advanced with ``delta_prime``).
+
+    ``token_length``: the values per token where the register holds more amplitudes than a
+    token has values (the signed encoding: 16 values in ``dim`` = 32 amplitudes; default
+    ``dim``); ``d`` is then that encoding's proved neighbouring distance.
 
     Every unit's worst-pair search runs at its own count; each unit is then evaluated over the
     union of all candidates, so a pair found for one unit also serves the others. ``progress``:
@@ -722,7 +730,7 @@ def account(
         eps_s = paper_equivalent_eps_s(p=p, d=d, dim=dim, alpha=alpha)
     delta = _require_delta(delta)
     plans = [composition_plan(u, n_shots=n_shots, dim=dim, stride=stride, seq_len=seq_len,
-                              epochs=epochs) for u in units]
+                              epochs=epochs, token_length=token_length) for u in units]
     pairs: list[NeighbourPair] = []
     search_seconds = []
     rows = []
@@ -756,7 +764,8 @@ def account(
     settings = {"delta": delta, "d": d, "dim": dim, "n_shots": n_shots, "stride": stride,
                 "seq_len": seq_len, "epochs": epochs, "alpha": alpha, "restarts": restarts,
                 "seed": seed,
-                "n_tokens": n_tokens(dim=dim, stride=stride, seq_len=seq_len)}
+                "n_tokens": n_tokens(dim=token_length or dim, stride=stride, seq_len=seq_len),
+                **({"token_length": token_length} if token_length is not None else {})}
     return AccountingReport(p=p, eps_s=eps_s, eps_s_given=eps_s_given, paper=paper,
                             rows=tuple(rows),
                             settings=settings, seconds=time.perf_counter() - start)
@@ -829,6 +838,7 @@ def rigorous_calibration(
     n_shots: int = DEFAULT_SHOTS, stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN,
     epochs: int = DEFAULT_EPOCHS, t: float = DEFAULT_T, alpha: float = DEFAULT_ALPHA,
     restarts: int = DEFAULT_RESTARTS, seed: int = 0, rel_tol: float = 1e-4,
+    token_length: int | None = None,
 ) -> RigorousCalibration:
     """Inverse of :func:`rigorous_epsilon`: the depolarizing p whose rigorous eps for ``unit``
     is ``eps_total`` at ``delta``, then gamma and sigma by Algorithm 1's eqs. 7-8.
@@ -850,7 +860,7 @@ def rigorous_calibration(
         raise InvalidInputError("unit = 'token-training' is not offered for calibration; "
                                 "use token, window or record")
     plan = composition_plan(unit, n_shots=n_shots, dim=dim, stride=stride, seq_len=seq_len,
-                            epochs=epochs)
+                            epochs=epochs, token_length=token_length)
     start = time.perf_counter()
     rate_low, rate_high = 1e-4, 40.0
 

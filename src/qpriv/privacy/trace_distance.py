@@ -91,3 +91,60 @@ def single_feature_trace_distances(
         norm_bound_violations=int(np.sum(dist > norm_bound(vectors, tau) + slack)),
         pairs=len(vectors),
     )
+
+
+# --- the signed encoding (the ``ldpt-signed`` feature path) -----------------------------------
+#
+# A token x in R^n, clipped to the public range [-c, c], is encoded with a fixed reference
+# amplitude r > 0 as psi(x) = (x, r) / sqrt(||x||^2 + r^2) (padded with zeros to the register's
+# 2n amplitudes; :func:`qpriv.quantum.states.signed_amplitudes`). Unlike eq. 2, psi(-x) != psi(x)
+# and the norm is kept: (x, r) and (x', r) are parallel only when x = x'.
+#
+# Neighbours: x and x' differ in one coordinate i, x_i = a and x'_i = b with a, b in [-c, c]
+# (one value of one channel replaced within the clipping range). Write u = (x, r) - a e_i, the
+# part both vectors share, orthogonal to e_i, with m = ||u|| = sqrt(||x||^2 - a^2 + r^2) >= r.
+# Both vectors lie in the plane of u and e_i, at angles atan(a / m) and atan(b / m) from u, so
+# the angle between them is theta = |atan(a / m) - atan(b / m)| <= 2 atan(c / m) <= 2 atan(c / r)
+# (equality iff a = -b = +-c and m = r, i.e. every other coordinate is 0). Pure states at angle
+# theta have full trace norm 2 sqrt(1 - cos^2 theta) = 2 |sin theta|. Hence:
+#
+#   r >= c:  theta <= 2 atan(c / r) <= pi / 2 and sin is increasing there, so
+#            d_max = 2 sin(2 atan(c / r)) = 4 c r / (c^2 + r^2),
+#            reached by x = -c e_i, x' = +c e_i;
+#   r <  c:  theta = pi / 2 is reachable (m = c, a = -c, b = c), so d_max = 2 (orthogonal).
+#
+# Inverse (r >= c): r = c (2 + sqrt(4 - d^2)) / d. At d = 0.1 (the LDPT paper's d), r = 39.99 c.
+
+
+def signed_pair_trace_distance(x: np.ndarray, y: np.ndarray, *, reference: float) -> np.ndarray:
+    """Full trace norm between the signed encodings of tokens ``x`` and ``y`` (last axis),
+    ``2 sqrt(1 - <psi(x)|psi(y)>^2)`` with psi(x) = (x, r) / ||(x, r)||, in [0, 2]. The tokens
+    are taken as given (clip them first, as the encoding does)."""
+    reference = require_in_range("reference (amplitude r)", reference, low=0.0)
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    pad_x = np.full((*x.shape[:-1], 1), reference)
+    pad_y = np.full((*y.shape[:-1], 1), reference)
+    return pure_state_trace_distance(np.concatenate([x, pad_x], axis=-1),
+                                     np.concatenate([y, pad_y], axis=-1))
+
+
+def signed_neighbour_distance(*, clip: float, reference: float) -> float:
+    """The worst full trace norm between the signed encodings of neighbouring tokens (one
+    coordinate replaced within [-c, c]): ``4 c r / (c^2 + r^2)`` for r >= c, else 2 (derived
+    above; it plays the role of the LDPT paper's d in Theorem 1, eq. 4, and in the rigorous
+    accounting, but is proved rather than assumed)."""
+    clip = require_in_range("clip (public range c)", clip, low=0.0)
+    reference = require_in_range("reference (amplitude r)", reference, low=0.0)
+    if reference < clip:
+        return 2.0
+    return min(2.0, 4.0 * clip * reference / (clip * clip + reference * reference))
+
+
+def signed_reference_for_distance(*, d: float, clip: float) -> float:
+    """The reference amplitude r >= c whose neighbouring worst case is exactly ``d``:
+    ``r = c (2 + sqrt(4 - d^2)) / d`` (the inverse of :func:`signed_neighbour_distance`)."""
+    d = require_in_range("d (trace distance, full trace norm)", d, low=0.0, high=2.0,
+                         hint="the full trace norm of two states lies in (0, 2]")
+    clip = require_in_range("clip (public range c)", clip, low=0.0)
+    return clip * (2.0 + math.sqrt(4.0 - d * d)) / d

@@ -10,6 +10,7 @@ import os
 import pytest
 import torch
 
+from qpriv.audits.paper import run_audits
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting import rigorous
 from qpriv.forecasting.config import ModelConfig
@@ -166,3 +167,20 @@ def test_a_tiny_run_trains_and_states_its_claims(private_cache) -> None:
     record = PrivacyClaim.from_json(result["rigorous"]["eps_record"])
     assert record.value > result["rigorous"]["eps_token"]["value"] > 0.5
     assert "RevIN" in result["rigorous"]["covers"]
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                    reason="QPRIV_DATA_DIR (the ETT csv files) not set")
+def test_the_paper_audits_read_the_five_qubit_register(tmp_path) -> None:
+    """Audits 1-4 and 6 recompute Algorithm 1, the channel and its fidelity at D = 32."""
+    run_dir = tmp_path / "signed"
+    run_forecast(dataset="ETTh1", method="ldpt-signed", eps=0.1, epochs=1, horizon=24,
+                 seq_len=64, max_train_windows=64, max_eval_windows=32, progress=False,
+                 threads=1, rigorous=False, out_dir=run_dir,
+                 overrides={"d_model": 16, "n_heads": 2, "d_ff": 32, "n_shots": 64})
+    audits = run_audits(run_dir, pairs=200, windows=8, ladder=(0.1, 1.0), discover=False)
+    assert [a.status for a in audits] == ["pass"] * 4 + ["not applicable", "pass"], [
+        a.detail for a in audits]
+    fidelity = audits[5].values["rows"][0]
+    assert fidelity["fidelity_closed_form"] == pytest.approx(1 - 0.9746330229558825
+                                                             + 0.9746330229558825 / 32)

@@ -142,7 +142,7 @@ def _run_calibration(run: LoadedRun) -> Calibration:
 
 def _ladder_calibration(run: LoadedRun, eps: float) -> Calibration:
     cal = run.result.calibration
-    return calibrate(eps, d=cal["d"], dim=run.config.dim, t=cal["t"], alpha=cal["alpha"],
+    return calibrate(eps, d=cal["d"], dim=run.config.hilbert_dim, t=cal["t"], alpha=cal["alpha"],
                      d_model=run.config.d_model)
 
 
@@ -188,7 +188,7 @@ def audit_calibration_chain(run: LoadedRun) -> AuditResult:
     if run.model.features is not None:
         deviations["p of the loaded model's channel"] = _relative_deviation(
             run.model.features.p, cal.p)
-    mismatched = [name for name, ok in (("D", recorded["dim"] == run.config.dim),
+    mismatched = [name for name, ok in (("D", recorded["dim"] == run.config.hilbert_dim),
                                         ("d_model", recorded["d_model"] == run.config.d_model))
                   if not ok]
     worst_name = max(deviations, key=deviations.get)
@@ -227,7 +227,7 @@ def encoded_token_vectors(
         encoded = run.model.encoded_tokens(x.double())
     if encoded is None:
         raise InvalidInputError(f"method {run.method!r} has no quantum path: no token is encoded")
-    tokens = encoded.reshape(-1, cfg.dim).numpy()
+    tokens = encoded.reshape(-1, cfg.hilbert_dim).numpy()
     return tokens[rng.permutation(len(tokens))]
 
 
@@ -578,7 +578,7 @@ def audit_fidelity_tracks_eps(
     if not run.claims_local_qdp:
         return _not_applicable(6, _no_claim_reason(run))
     ladder = _check_ladder(ladder)
-    dim = run.config.dim
+    dim = run.config.hilbert_dim
     tokens = encoded_token_vectors(run, _require_data(data), windows=windows, seed=seed)
     psi, n_zero = amplitude_encode(torch.from_numpy(tokens[:states]))
     rho = density_matrix(psi)

@@ -167,6 +167,14 @@ def test_a_tiny_run_trains_and_states_its_claims(private_cache) -> None:
     record = PrivacyClaim.from_json(result["rigorous"]["eps_record"])
     assert record.value > result["rigorous"]["eps_token"]["value"] > 0.5
     assert "RevIN" in result["rigorous"]["covers"]
+    # --accounting rigorous: p for a record budget, at d and the 8-dim register, tokens of 4
+    calibrated = run_forecast(method="ldpt-signed", accounting="rigorous", eps_total=3.0,
+                              delta=1e-5, **tiny)
+    achieved = calibrated["rigorous_calibration"]["achieved"]
+    assert (achieved["dim"], achieved["d"]) == (8, pytest.approx(0.1, rel=1e-12))
+    assert achieved["count"] == 32 * 12 * 4 * 1  # shots x n_tokens(4, 4, 48) x 4 values
+    assert achieved["eps"]["value"] <= 3.0
+    assert calibrated["model"]["normalisation"] == "fixed"
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),

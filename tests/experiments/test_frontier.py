@@ -55,8 +55,6 @@ def test_roles_follow_what_each_guarantee_covers():
     assert role_of("dpsgd", unit="window") == COVERS
     assert role_of("dpsgd", unit="record") == OTHER_UNIT
     assert role_of("ldpt", unit="record") == FEATURE_PATH
-    assert role_of("ldpt-signed", unit="record") == FEATURE_PATH
-    assert role_of("ldpt-signed", unit="window") == FEATURE_PATH
     assert role_of("public", unit="record") == FLOOR
     assert [role_of(m, unit="record") for m in ("ridge", "classical")] == [NON_PRIVATE] * 2
     with pytest.raises(InvalidInputError, match="'bottleneck' takes an eps but states no"):
@@ -85,7 +83,7 @@ def test_files_hold_the_cells_numbers(tiny_frontier):
     assert report.files["csv"] == str(where / "frontier.csv")
     assert report.failures == []
     frame = pd.read_csv(where / "frontier.csv")
-    assert len(frame) == len(report.rows) == 2 + 2 + 2 + 2 + 3  # 4 methods x 2 eps; refs
+    assert len(frame) == len(report.rows) == 2 + 2 + 2 + 3  # dp-linear, dpsgd, ldpt x 2; refs
     assert set(frame["unit"]) == {"record"}
     cells = out / "cells" / "tiny"
     for _, row in frame.iterrows():
@@ -116,11 +114,9 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     assert dpsgd["role"] == OTHER_UNIT and dpsgd["claim_unit"] == "window"
     assert not dpsgd["covers_unit"] and dpsgd["covers_weights"]
     assert "does not cover the record unit" in dpsgd["reading"]
-    for name in ("ldpt", "ldpt-signed"):  # drawn alike: feature-path eps at the token unit
-        ldpt = frame.loc[name].iloc[0]
-        assert ldpt["role"] == FEATURE_PATH and ldpt["claim_unit"] == "token"
-        assert not ldpt["covers_unit"] and not ldpt["covers_weights"]
-        assert "covers neither the targets nor the weights" in ldpt["reading"]
+    ldpt = frame.loc["ldpt"].iloc[0]
+    assert not ldpt["covers_unit"] and not ldpt["covers_weights"]
+    assert "covers neither the targets nor the weights" in ldpt["reading"]
     linear = frame.loc["dp-linear"].iloc[0]
     assert linear["covers_unit"] and linear["covers_weights"] and linear["delta"] == 1e-6
     assert linear["claim_unit"] == "record"

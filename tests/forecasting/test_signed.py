@@ -12,6 +12,8 @@ import torch
 
 from qpriv.audits.paper import run_audits
 from qpriv.errors import InvalidInputError
+from qpriv.experiments.frontier import FEATURE_PATH, run_frontier
+from qpriv.experiments.grid import TINY as TINY_BUDGET
 from qpriv.forecasting import rigorous
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
@@ -192,3 +194,20 @@ def test_the_paper_audits_read_the_five_qubit_register(tmp_path) -> None:
     fidelity = audits[5].values["rows"][0]
     assert fidelity["fidelity_closed_form"] == pytest.approx(1 - 0.9746330229558825
                                                              + 0.9746330229558825 / 32)
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                    reason="QPRIV_DATA_DIR (the ETT csv files) not set")
+def test_on_the_frontier_it_is_drawn_like_ldpt(tmp_path) -> None:
+    report = run_frontier(unit="record", eps=(0.1,), methods=("ldpt", "ldpt-signed", "public"),
+                          seeds=1, budget=TINY_BUDGET, out_dir=tmp_path, progress=False)
+    assert report.failures == []
+    rows = {r["method"]: r for r in report.rows}
+    for name in ("ldpt", "ldpt-signed"):
+        row = rows[name]
+        assert (row["role"], row["claim_unit"], row["claim_kind"]) == (
+            FEATURE_PATH, "token", "local eps-QDP per pass")
+        assert not row["covers_unit"] and not row["covers_weights"]
+        assert "covers neither the targets nor the weights" in row["reading"]
+        assert math.isfinite(row["mse_mean"])
+    assert rows["ldpt-signed"]["covers"] == rows["ldpt"]["covers"]

@@ -71,10 +71,13 @@ from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
 DEFAULT_DELTA = 1e-5
-ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA}
+ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA,
+                      "model": {"encoding": "amplitude", "clip": 2.0, "reference": None}}
 """Keys config.json gained after its first release, with what an older run did: it used the
 paper's accounting, and delta (read only by the rigorous accounting, which came with these keys)
-was the default. (``eps``, ``dpsgd`` and ``source_sha256``, the requested budget, DP-SGD's
+was the default; its model encoded tokens as eq. 2 does (``encoding``, and the signed
+encoding's ``clip`` and ``reference``, which eq. 2 never reads, came with ``ldpt-signed``).
+(``eps``, ``dpsgd`` and ``source_sha256``, the requested budget, DP-SGD's
 settings and a user CSV's digest, came later; an older run has no default for them, so an
 unfinished one is not resumed: its settings cannot be checked.)"""
 

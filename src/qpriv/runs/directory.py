@@ -66,9 +66,15 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
 def read_settings(path: str | Path, *, defaults: Mapping[str, Any] | None = None) -> dict:
     """A run's saved settings (its :data:`~qpriv.runs.layout.CONFIG_FILE`), with ``defaults``
     (keys the file gained in later versions, with what an older run did) filled in where the
-    run lacks them, so that runs written before and after compare by what they did."""
+    run lacks them, so that runs written before and after compare by what they did. A default
+    that is a mapping fills the keys missing from a saved mapping under the same key (settings
+    that gained fields, such as the model's); a saved value that is not a mapping is kept."""
     saved = read_json_object(path, fix=f"the run's settings cannot be checked: {NEW_RUN}")
-    return {**(defaults or {}), **saved}
+    filled = {**(defaults or {}), **saved}
+    for key, default in (defaults or {}).items():
+        if isinstance(default, Mapping) and isinstance(saved.get(key), Mapping):
+            filled[key] = {**default, **saved[key]}
+    return filled
 
 
 def open_run(out: Path | None, request: dict, *, resume: bool,

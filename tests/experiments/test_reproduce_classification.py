@@ -328,7 +328,8 @@ def test_the_tiny_figure_draws_the_clipless_row_as_a_labelled_horizontal_line(re
     ax = Figure().add_subplot()
     qml_accuracy_vs_clip_panel(ax, rows)
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {
-        "mlp", "lipschitz", "quantum", "lipschitz, clipless (no C): noise scaled by Delta = 20.9"}
+        "mlp", "lipschitz", "quantum",
+        "lipschitz, clipless (no C): noise sigma Delta, Delta = 20.9"}
     (clipless,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     accuracy = next(r["accuracy"] for r in rows if r["clip"] == "analytic")
     # an axhline spans the axes (x in axes coordinates 0 to 1), at no C

@@ -216,8 +216,9 @@ def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict]) -> None:
     for i, row in enumerate(modes, len(models)):
         acc, std = row["accuracy"], row.get("accuracy_std") or 0.0
         bound = row.get("sensitivity")
+        scale = "noise sigma Delta" if row.get("eps") is not None else "nothing clipped"
         label = f"{row['model']}, clipless (no C)" + (
-            "" if bound is None else f": noise scaled by Delta = {bound:.3g}")
+            "" if bound is None else f": {scale}, Delta = {bound:.3g}")
         ax.axhline(acc, color=f"C{i}", ls="--", lw=1.5, label=label)
         if std:
             ax.axhspan(acc - std, acc + std, color=f"C{i}", alpha=0.15, lw=0)

@@ -173,7 +173,9 @@ PROTOCOLS = {
     # quick: the paper's models and the C values the finding needs, 2 seeds, 15 epochs;
     # one batch size and three C values under noise. Measured on 2 busy CPU cores (load ~4),
     # 1 thread, nothing cached: Figure 7 (36 runs) 415 s, Figure 2 (30 runs) 277 s,
-    # Figure 10 (4 runs with twins) 148 s; Figures 3-6 and 8 reuse those runs
+    # Figure 10 (4 runs with twins) 148 s; Figures 3-6 and 8 reuse those runs. With the
+    # clipless rows, on cores shared with other jobs (load ~5.5): Figure 7 (40 runs) 21 min,
+    # 8 CPU-minutes; Figure 2 (32 runs) 22 min, 6 CPU-minutes
     "quick": Protocol(epochs=15, image_epochs=10, n_seeds=2, clips=CLIPS, batches=(64,),
                       private_clips=(0.5, 1.5, 10.0), eps=(1.0, 10.0), n_layers=8,
                       image_layers=28, loader_steps=200, hidden=(32, 32)),

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
+from matplotlib.figure import Figure
 
 from qpriv.classification import run as classifier_run
+from qpriv.classification.data import synthetic_recipe_digest
+from qpriv.classification.tuning import lr_grid
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import qml
+from qpriv.experiments.figures import qml_accuracy_vs_clip_panel
 from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
 from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
 from qpriv.experiments.registry import EXPERIMENTS
@@ -48,9 +53,9 @@ def test_the_figures_are_registered_with_the_papers_ten_seeds():
         exp = EXPERIMENTS[experiment_id]
         assert exp.seeds == tuple(range(2024, 2034)) and exp.paper == "" and exp.figure
     full = Budget("full")
-    # 10 seeds and 4 tuning trials per configuration
-    assert grid_size("qml-figure2", budget=full) == 3 * 5 * 3 * (10 + 4)
-    assert grid_size("qml-figure7", budget=full) == 3 * 5 * 3 * (10 + 4)
+    # 10 seeds and 4 tuning trials per configuration; the clipless row once per |B| or eps
+    assert grid_size("qml-figure2", budget=full) == (3 * 5 + 1) * 3 * (10 + 4)
+    assert grid_size("qml-figure7", budget=full) == (3 * 5 + 1) * 3 * (10 + 4)
     assert PROTOCOLS["full"].epochs == PROTOCOLS["full"].image_epochs == 100
 
 
@@ -89,7 +94,8 @@ def test_every_run_is_on_disk_once_and_a_second_run_trains_nothing(reports, monk
 def test_figure2_rows_hold_the_finding_columns(reports):
     rows = reports[1]["qml-figure2"].rows
     assert {(r["model"], r["clip"]) for r in rows} == {
-        (m, c) for m in ("mlp", "lipschitz", "quantum") for c in (1.5, 10.0)}
+        (m, c) for m in ("mlp", "lipschitz", "quantum") for c in (1.5, 10.0)} | {
+        ("lipschitz", "analytic")}
     by = {(r["model"], r["clip"]): r for r in rows}
     for model in ("mlp", "lipschitz", "quantum"):
         assert by[(model, 10.0)]["accuracy_loss_vs_largest_c"] == 0.0
@@ -162,7 +168,8 @@ def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
     out, made = reports
     plan = PROTOCOLS["tiny"]
     for row in made["qml-figure2"].rows:
-        base = qml.LEARNING_RATES[row["model"]]
+        base = (qml.CLIPLESS_LR if row["clip"] == "analytic"
+                else qml.LEARNING_RATES[row["model"]])
         accuracy = {}
         for lr in (0.3 * base, base):
             trial = Run(model=row["model"], clip=row["clip"], batch=row["batch"],
@@ -265,3 +272,78 @@ def test_the_unclipped_twins_train_at_the_rate_tuned_for_the_clipped_runs(tmp_pa
     assert twins == {"mlp": 0.123, "quantum": 0.456}
     assert all(run.lr is None for run in asked if run.clip is not None)  # tuned per config
     assert {(r["model"], r["lr"]) for r in rows} == {("mlp", 0.123), ("quantum", 0.456)}
+
+
+# -- the clipless row of Figures 2 and 7 -------------------------------------------------------
+
+# Delta of the projected MLP with three layers, X = 16, B = 1, tau = 2: every layer k adds
+# (sqrt(2) / tau)^2 ((X + (k - 1) B)^2 + 1)
+CLIPLESS_DELTA = math.sqrt(2) / 2 * math.sqrt(sum((16 + k) ** 2 + 1 for k in range(3)))
+
+
+@pytest.mark.parametrize(("experiment_id", "by"), [("qml-figure2", "batch"),
+                                                   ("qml-figure7", "eps")])
+def test_the_clipless_row_is_in_both_grids_once_per_panel_without_a_c(reports, experiment_id,
+                                                                       by):
+    assert round(CLIPLESS_DELTA, 4) == 20.8806  # the README's Delta = 20.9
+    rows = reports[1][experiment_id].rows
+    clipless = [r for r in rows if r["clip"] == "analytic"]
+    assert {r[by] for r in clipless} == {r[by] for r in rows} and len(clipless) == len(
+        {r[by] for r in rows})
+    for row in clipless:
+        assert row["model"] == "lipschitz" and row["lr"] == qml.CLIPLESS_LR
+        # nothing is clipped: the noise (Figure 7) is scaled by the analytic bound instead
+        assert row["sensitivity"] == pytest.approx(CLIPLESS_DELTA)
+        assert row["clip_probability"] == 0.0 and row["clipping_bias_norm"] == 0.0
+        assert row["max_example_norm"] <= row["sensitivity"]
+        assert row["accuracy_loss_vs_largest_c"] is None  # no C to compare with
+        assert 0.25 < row["accuracy"] <= 1.0
+    for row in rows:
+        if row["clip"] != "analytic":
+            assert row["sensitivity"] == row["clip"]
+
+
+def test_every_key_of_figures_2_and_7_is_unique_and_names_the_clipless_mode():
+    plan = PROTOCOLS["full"]
+    runs = qml.figure2_runs(plan, range(2024, 2034)) + qml.figure7_runs(plan, range(2024, 2034))
+    trials = [replace(r, seed=qml.TUNING_SEED, lr=lr, validation=True) for r in runs
+              for lr in lr_grid(r.base_rate, plan.lr_factors)]
+    keys = [r.key(plan) for r in runs]
+    assert len(set(keys)) == len(keys) == 2 * (3 * 5 + 1) * 3 * 10
+    assert len({t.key(plan) for t in trials} | set(keys)) == len(keys) + len(
+        {t.key(plan) for t in trials})
+    clipless = [r for r in runs if r.clipless]
+    assert len(clipless) == 2 * 3 * 10
+    assert clipless[0].key(plan) == (
+        f"synthetic{synthetic_recipe_digest()}-lipschitz-Canalytic-B32-noeps-E100-sgd0.01-"
+        "h32x32-tau2-X16-B1-s2024")
+    assert {r.clip for r in runs if not r.clipless} == set(qml.CLIPS)
+    # the clipless row tunes around its own base rate, the numbered Lipschitz rows around theirs
+    assert Run(model="lipschitz", clip="analytic", batch=64, seed=1).base_rate == 0.01
+    assert Run(model="lipschitz", clip=1.5, batch=64, seed=1).base_rate == 0.3
+
+
+def test_the_tiny_figure_draws_the_clipless_row_as_a_labelled_horizontal_line(reports):
+    rows = [r for r in reports[1]["qml-figure7"].rows if r["eps"] == 10.0]
+    ax = Figure().add_subplot()
+    qml_accuracy_vs_clip_panel(ax, rows)
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {
+        "mlp", "lipschitz", "quantum",
+        "lipschitz, clipless (no C): noise sigma Delta, Delta = 20.9"}
+    (clipless,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    accuracy = next(r["accuracy"] for r in rows if r["clip"] == "analytic")
+    # an axhline spans the axes (x in axes coordinates 0 to 1), at no C
+    assert list(clipless.get_ydata()) == [accuracy, accuracy]
+    assert list(clipless.get_xdata()) == [0, 1]
+    drawn_c = {x for line in ax.get_lines() if line is not clipless for x in line.get_xdata()}
+    assert drawn_c == {1.5}  # the tiny plan's one private C: the numbered rows only
+
+
+def test_a_clipless_row_without_a_c_takes_no_clipping_loss():
+    rows = [{"model": "mlp", "clip": 1.0, "eps": 1.0, "accuracy": 0.7},
+            {"model": "mlp", "clip": 10.0, "eps": 1.0, "accuracy": 0.8},
+            {"model": "lipschitz", "clip": 1.0, "eps": 1.0, "accuracy": 0.6},
+            {"model": "lipschitz", "clip": "analytic", "eps": 1.0, "accuracy": 0.9}]
+    losses = [r["accuracy_loss_vs_largest_c"] for r in qml.add_clipping_loss(rows, by=("eps",))]
+    # the numbered Lipschitz row is its own largest C; the clipless row is never compared
+    assert losses == [pytest.approx(0.1), 0.0, 0.0, None]

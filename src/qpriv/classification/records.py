@@ -39,6 +39,9 @@ class ClassifierResult:
     claim: PrivacyClaim | None = None
     noise_multiplier: float | None = None
     diverged_epoch: int | None = None
+    sensitivity: float | None = None
+    """The per-example norm bound the update's noise is scaled by: the clipping threshold C,
+    or the analytic bound Delta of clipless DP-SGD (None: unclipped)."""
     evaluated_on: str = "test"
     seconds: float | None = None
     final_diagnostics: Mapping[str, Any] = field(default_factory=dict)
@@ -51,7 +54,7 @@ class ClassifierResult:
     def from_json(cls, data: Mapping[str, Any]) -> ClassifierResult:
         """Read a classifier result (its keys checked once, here)."""
         try:
-            eps, sigma = data.get("eps"), data.get("noise_multiplier")
+            eps, sigma, clip = data.get("eps"), data.get("noise_multiplier"), data.get("clip")
             return cls(
                 model=str(data["model"]), task=str(data["task"]["task"]),
                 accuracy=float(data["accuracy"]), parameters=int(data["parameters"]),
@@ -60,6 +63,8 @@ class ClassifierResult:
                 noise_multiplier=(float(sigma["value"]) if isinstance(sigma, Mapping)
                                   else None),
                 diverged_epoch=data.get("diverged_epoch"),
+                sensitivity=(float(clip["value"]) if isinstance(clip, Mapping)
+                             and clip.get("value") is not None else None),
                 evaluated_on=str(data.get("evaluated_on", "test")),
                 seconds=data.get("seconds"),
                 final_diagnostics=dict(data.get("final_diagnostics") or {}),

@@ -188,28 +188,47 @@ def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, stamp: str,
                          out: IO[bytes]) -> Figure:
     """Figures 2 and 7 of the private-training paper: test accuracy (mean +- std over seeds)
     against C (log axis), one panel per eps (Figure 7) or per batch size (Figure 2), one line
-    per model."""
+    per model; a row without a number C (the clipless Lipschitz MLP) is a dashed horizontal
+    line with its +- std band, labelled "clipless (no C)" (:func:`qml_accuracy_vs_clip_panel`)."""
     by = "eps" if any(r.get("eps") is not None for r in rows) else "batch"
     panels = sorted(dict.fromkeys(r[by] for r in rows))
     fig = Figure(figsize=(max(4.2 * len(panels), 6.4), 4.0), dpi=120)
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)
-    models = list(dict.fromkeys(r["model"] for r in rows))
     for ax, panel in zip(axes[0], panels, strict=True):
-        for i, model in enumerate(models):
-            points = sorted((r["clip"], r.get("accuracy"), r.get("accuracy_std") or 0.0)
-                            for r in rows if r[by] == panel and r["model"] == model
-                            and r.get("accuracy") is not None)
-            if points:
-                clips, acc, std = zip(*points, strict=True)
-                ax.errorbar(clips, acc, yerr=std, fmt="o-", color=f"C{i}", capsize=3,
-                            label=model)
-        ax.set_xscale("log")
-        ax.set_xlabel("clipping threshold C")
+        qml_accuracy_vs_clip_panel(ax, [r for r in rows if r[by] == panel])
         ax.set_title(f"{'eps' if by == 'eps' else '|B|'} = {panel:g}", fontsize=9)
-        ax.legend(fontsize=7)
     axes[0][0].set_ylabel("test accuracy")
     fig.suptitle(fill(title, 75), fontsize=9)
     return _finish(fig, stamp=stamp, out=out)
+
+
+def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict]) -> None:
+    """One panel of :func:`qml_accuracy_vs_clip`: a line per model over the rows at a number
+    C; each row whose ``clip`` is a mode (``"analytic"``) a horizontal line, never at a C."""
+    at_c = [r for r in rows if _has_number_c(r) and r.get("accuracy") is not None]
+    models = list(dict.fromkeys(r["model"] for r in at_c))
+    for i, model in enumerate(models):
+        points = sorted((r["clip"], r["accuracy"], r.get("accuracy_std") or 0.0)
+                        for r in at_c if r["model"] == model)
+        clips, acc, std = zip(*points, strict=True)
+        ax.errorbar(clips, acc, yerr=std, fmt="o-", color=f"C{i}", capsize=3, label=model)
+    modes = [r for r in rows if not _has_number_c(r) and r.get("accuracy") is not None]
+    for i, row in enumerate(modes, len(models)):
+        acc, std = row["accuracy"], row.get("accuracy_std") or 0.0
+        bound = row.get("sensitivity")
+        scale = "noise sigma Delta" if row.get("eps") is not None else "nothing clipped"
+        label = f"{row['model']}, clipless (no C)" + (
+            "" if bound is None else f": {scale}, Delta = {bound:.3g}")
+        ax.axhline(acc, color=f"C{i}", ls="--", lw=1.5, label=label)
+        if std:
+            ax.axhspan(acc - std, acc + std, color=f"C{i}", alpha=0.15, lw=0)
+    ax.set_xscale("log")
+    ax.set_xlabel("clipping threshold C")
+    ax.legend(fontsize=7)
+
+
+def _has_number_c(row: dict) -> bool:
+    return isinstance(row["clip"], int | float) and not isinstance(row["clip"], bool)
 
 
 def qml_epoch_panels(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes],

@@ -13,7 +13,8 @@ figure      what it plots (paper section 4)                                id
 ==========  ===========================================================  ====================
 Figure 1    a diagram of where privacy enters the pipeline (no data)       not registered
 Figure 2    test accuracy against C, per |B|: tanh MLP, Lipschitz MLP,    ``qml-figure2``
-            quantum; clipping only (no noise)
+            quantum; clipping only (no noise); with the clipless
+            Lipschitz MLP (ours, not the paper's; no C)
 Figure 3    per epoch, C = 1.5, |B| = 64: population gradient norm ||g||  ``qml-figure3``
             (with test accuracy and the distance from the unclipped
             loss, which the text computes "in addition"); classical,
@@ -23,7 +24,8 @@ Figure 4    per epoch: directional alignment A_C (eq. 14), and the        ``qml-
 Figure 5    per epoch: mean and max per-example norm, against C and the   ``qml-figure5``
             Theorem 3.2 bound 2 G / tau of the quantum model
 Figure 6    per epoch: clipping probability Pr[||g_i|| > C]               ``qml-figure6``
-Figure 7    test accuracy against C, per eps (DP-SGD, fixed budget)        ``qml-figure7``
+Figure 7    test accuracy against C, per eps (DP-SGD, fixed budget), with  ``qml-figure7``
+            the clipless Lipschitz MLP (ours; no C)
 Figure 8    per epoch, C = 1.5, eps = 10: update MSE (eq. 12) and its      ``qml-figure8``
             parts (sampling variance, noise variance, squared bias),
             with test accuracy
@@ -56,6 +58,21 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
   factors, so that the test suite runs the path. The choice is not accounted in
   eps (as in the paper). Under Adam, which rescales every coordinate, the clipped MLP did not
   fall behind in the sweep; under SGD clipping shrinks and rotates its steps.
+* The clipless row of Figures 2 and 7 (not in the paper): ``lipschitz`` with
+  ``clip="analytic"`` (:class:`~qpriv.classification.models.ProjectedLipschitzMLP`, the public
+  bounds :data:`~qpriv.classification.run.ANALYTIC_DEFAULTS` and
+  :data:`~qpriv.classification.run.ANALYTIC_TAU`), one configuration per |B| (Figure 2) or
+  eps (Figure 7). It has no C: its noise is sigma times its analytic bound Delta, and its rows
+  carry ``clip="analytic"`` and ``sensitivity`` = Delta. Its SGD base rate
+  :data:`CLIPLESS_LR` was chosen as the grid's tuning chooses, on the validation share of the
+  training split, never the test split: 15 epochs, |B| = 64, seed 2024, no noise and eps 1 and
+  10. Validation accuracy at rates 0.003 / 0.01 / 0.03 / 0.1: 0.838 / 0.881 / 0.896 / 0.902
+  without noise, 0.829 / 0.838 / 0.488 / 0.183 at eps 1, 0.835 / 0.863 / 0.863 / 0.823 at
+  eps 10 (0.3: 0.887 without noise, 0.619 at eps 10). 0.01 has the best mean over the three
+  and the best accuracy under noise (ties to the smaller rate); the other models' base rates
+  are the best without noise, which here (0.1) diverges at eps 1, since the noise is scaled by
+  the worst-case Delta = 20.9, not by a C near the typical norm. The ``full`` budget tunes it
+  like every configuration.
 * Models: "several fully connected layers" -> tanh MLP 16-32-32-4 (1732 parameters); the
   Lipschitz MLP has the same widths with GNP layers and Lipschitz constant C. Quantum: L = 8
   layers of RZ RY RZ + CNOT ring on 4 qubits (96 angles; L is not stated) with temperature
@@ -91,14 +108,14 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION, synthetic_recipe_digest
 from qpriv.classification.records import ClassifierResult
-from qpriv.classification.run import train_classifier
+from qpriv.classification.run import ANALYTIC_DEFAULTS, ANALYTIC_TAU, train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
@@ -116,6 +133,10 @@ IMAGE_MODELS = ("cnn", "quantum-image")
 OPTIMIZER = "sgd"
 LEARNING_RATES = {"mlp": 0.3, "lipschitz": 0.3, "quantum": 1.0, "cnn": 1.0,
                   "quantum-image": 1.0}
+CLIPLESS = ("lipschitz", "analytic")
+"""The clipless configuration of Figures 2 and 7: (model, clip) of clipless DP-SGD."""
+CLIPLESS_LR = 0.01
+"""The clipless configuration's SGD base rate (chosen on the validation share; see above)."""
 TAU = 1.0
 TUNING_SEED = QML_SEEDS[0]
 """The seed of every tuning trial: one choice of rate per configuration, shared by its
@@ -152,7 +173,9 @@ PROTOCOLS = {
     # quick: the paper's models and the C values the finding needs, 2 seeds, 15 epochs;
     # one batch size and three C values under noise. Measured on 2 busy CPU cores (load ~4),
     # 1 thread, nothing cached: Figure 7 (36 runs) 415 s, Figure 2 (30 runs) 277 s,
-    # Figure 10 (4 runs with twins) 148 s; Figures 3-6 and 8 reuse those runs
+    # Figure 10 (4 runs with twins) 148 s; Figures 3-6 and 8 reuse those runs. With the
+    # clipless rows, on cores shared with other jobs (load ~5.5): Figure 7 (40 runs) 21 min,
+    # 8 CPU-minutes; Figure 2 (32 runs) 22 min, 6 CPU-minutes
     "quick": Protocol(epochs=15, image_epochs=10, n_seeds=2, clips=CLIPS, batches=(64,),
                       private_clips=(0.5, 1.5, 10.0), eps=(1.0, 10.0), n_layers=8,
                       image_layers=28, loader_steps=200, hidden=(32, 32)),
@@ -194,7 +217,7 @@ class Run:
     marks a tuning trial, scored on the validation share of the training split."""
 
     model: str
-    clip: float | None
+    clip: float | str | None
     batch: int
     seed: int
     eps: float | None = None
@@ -203,17 +226,30 @@ class Run:
     lr: float | None = None
     validation: bool = False
 
+    @property
+    def clipless(self) -> bool:
+        """Whether this is the clipless configuration (:data:`CLIPLESS`), which has no C."""
+        return (self.model, self.clip) == CLIPLESS
+
+    @property
+    def base_rate(self) -> float:
+        """The SGD rate used where none is given and none is tuned, and the centre of the
+        tuning grid."""
+        return CLIPLESS_LR if self.clipless else LEARNING_RATES[self.model]
+
     def arguments(self, plan: Protocol) -> dict[str, Any]:
         """The keyword arguments of :func:`train_classifier` for this run under ``plan``."""
         args: dict[str, Any] = {
             "task": self.task, "model": self.model, "clip": self.clip, "batch": self.batch,
             "seed": self.seed, "eps": self.eps, "delta": DELTA, "optimizer": OPTIMIZER,
-            "lr": LEARNING_RATES[self.model] if self.lr is None else self.lr,
+            "lr": self.base_rate if self.lr is None else self.lr,
             "unclipped_reference": self.reference,
             "epochs": plan.image_epochs if self.task != "synthetic" else plan.epochs,
         }
         if self.model in ("mlp", "lipschitz"):
             args["hidden"] = plan.hidden
+        if self.clipless:  # the public constants of its bound, named so that keys carry them
+            args.update(tau=ANALYTIC_TAU, **ANALYTIC_DEFAULTS)
         if self.model in ("quantum", "quantum-image"):
             args["tau"] = TAU
             args["n_layers"] = plan.image_layers if self.model == "quantum-image" else \
@@ -230,7 +266,9 @@ class Run:
         args = self.arguments(plan)
         task = (f"synthetic{synthetic_recipe_digest()}" if self.task == "synthetic"
                 else self.task)
-        parts = [task, self.model, "C" + ("none" if self.clip is None else f"{self.clip:g}"),
+        clip = ("none" if self.clip is None else self.clip if isinstance(self.clip, str)
+                else f"{self.clip:g}")
+        parts = [task, self.model, f"C{clip}",
                  f"B{self.batch}", "noeps" if self.eps is None else f"eps{self.eps:g}",
                  f"E{args['epochs']}", f"{OPTIMIZER}{args['lr']:g}"]
         if "hidden" in args:
@@ -239,6 +277,8 @@ class Run:
             parts.append(f"L{args['n_layers']}-tau{TAU:g}")
         if "loader_steps" in args:
             parts.append(f"loader{args['loader_steps']}")
+        if self.clipless:
+            parts.append(f"tau{args['tau']:g}-X{args['input_bound']:g}-B{args['bias_bound']:g}")
         if self.reference:
             parts.append("ref")
         if self.validation:
@@ -251,7 +291,7 @@ def tuned_rate(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> di
     """The tuning record of ``run``'s configuration (:func:`~qpriv.classification.tuning.
     tuning_record`): one stored trial per rate of the grid at :data:`TUNING_SEED`."""
     trials = [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
-              for lr in lr_grid(LEARNING_RATES[run.model], plan.lr_factors)]
+              for lr in lr_grid(run.base_rate, plan.lr_factors)]
     return tuning_record([(trial.lr, finished_run(trial, plan=plan, out_dir=out_dir,
                                                   progress=progress)) for trial in trials],
                          validation=VALIDATION_FRACTION)
@@ -326,6 +366,7 @@ def final_rows(grouped: dict[tuple, list[dict]], *, keys: Sequence[str],
         row["seeds"] = len(results)
         row["epochs"] = len(results[0].history)
         row["lr"] = results[0].lr
+        row["sensitivity"] = results[0].sensitivity
         _add(row, "accuracy", (r.accuracy for r in results))
         row["diverged_seeds"] = sum(r.diverged_epoch is not None for r in results)
         for metric in metrics:
@@ -365,30 +406,54 @@ SWEEP_METRICS = ("clip_probability", "alignment", "clipping_bias_norm", "mean_ex
                  "max_example_norm", "population_grad_norm")
 
 
+def has_c(row: Mapping[str, Any]) -> bool:
+    """Whether a Figure 2 or 7 row sits at a number C (the clipless row has none)."""
+    return isinstance(row["clip"], int | float) and not isinstance(row["clip"], bool)
+
+
 def add_clipping_loss(rows: list[dict], *, by: Sequence[str]) -> list[dict]:
     """``accuracy_loss_vs_largest_c``: accuracy at the largest C of the same model (and
-    ``by`` keys) minus this row's: what clipping costs each model."""
+    ``by`` keys) minus this row's: what clipping costs each model. The clipless row has no C
+    and gets None."""
     best: dict[tuple, tuple[float, float | None]] = {}
-    for row in rows:
+    for row in filter(has_c, rows):
         group = (row["model"], *(row[k] for k in by))
         if group not in best or row["clip"] > best[group][0]:
             best[group] = (row["clip"], row.get("accuracy"))
     out = []
     for row in rows:
-        top = best[(row["model"], *(row[k] for k in by))][1]
+        top = best[(row["model"], *(row[k] for k in by))][1] if has_c(row) else None
         loss = top - row["accuracy"] if top is not None and row.get("accuracy") is not None \
             else None
         out.append({**row, "accuracy_loss_vs_largest_c": loss})
     return out
 
 
+def sweep_configurations(clips: Sequence[float]) -> list[tuple[str, float | str]]:
+    """The (model, clip) pairs of Figures 2 and 7: every synthetic model at every C, then the
+    clipless configuration :data:`CLIPLESS` once."""
+    return [(m, c) for m in SYNTHETIC_MODELS for c in clips] + [CLIPLESS]
+
+
+def figure2_runs(plan: Protocol, seeds: Sequence[int]) -> list[Run]:
+    """Figure 2's runs: every |B| x (model, C) pair and the clipless row x seed, no noise."""
+    return [Run(model=m, clip=c, batch=b, seed=s) for b in plan.batches
+            for m, c in sweep_configurations(plan.clips) for s in seeds_for(seeds, plan)]
+
+
+def figure7_runs(plan: Protocol, seeds: Sequence[int]) -> list[Run]:
+    """Figure 7's runs: every eps x (model, C) pair and the clipless row x seed, |B| = 64."""
+    return [Run(model=m, clip=c, batch=DEEP_BATCH, seed=s, eps=e) for e in plan.eps
+            for m, c in sweep_configurations(plan.private_clips) for s in seeds_for(seeds, plan)]
+
+
 def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
             **_: object) -> list[dict]:
     """Figure 2: test accuracy against C for every |B|, clipping only (no noise), with the
-    final clipping statistics that explain it (p_clip, A_C, bias, norms)."""
+    final clipping statistics that explain it (p_clip, A_C, bias, norms); the clipless row
+    (no noise either) for every |B|."""
     plan = protocol(budget)
-    runs = [Run(model=m, clip=c, batch=b, seed=s) for b in plan.batches for m in SYNTHETIC_MODELS
-            for c in plan.clips for s in seeds_for(seeds, plan)]
+    runs = figure2_runs(plan, seeds)
     results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
     grouped = _group(runs, results, lambda r: (r.model, r.clip, r.batch))
     rows = final_rows(grouped, keys=("model", "clip", "batch"), metrics=SWEEP_METRICS)
@@ -398,10 +463,10 @@ def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
 def figure7(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
             **_: object) -> list[dict]:
     """Figure 7: test accuracy against C for every eps (DP-SGD at a fixed budget, |B| = 64),
-    with the final clipping statistics and the labelled privacy of each row."""
+    with the final clipping statistics and the labelled privacy of each row; the clipless row
+    for every eps."""
     plan = protocol(budget)
-    runs = [Run(model=m, clip=c, batch=DEEP_BATCH, seed=s, eps=e) for e in plan.eps
-            for m in SYNTHETIC_MODELS for c in plan.private_clips for s in seeds_for(seeds, plan)]
+    runs = figure7_runs(plan, seeds)
     results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
     grouped = _group(runs, results, lambda r: (r.model, r.clip, r.eps))
     rows = final_rows(grouped, keys=("model", "clip", "eps"), metrics=SWEEP_METRICS)
@@ -532,13 +597,14 @@ COMPUTE = {"qml-figure2": figure2, "qml-figure3": figure3, "qml-figure4": figure
 
 def grid_size(experiment_id: str, *, budget: Budget, seeds: Sequence[int] = QML_SEEDS) -> int:
     """How many distinct classifier runs ``experiment_id`` needs at ``budget``: one per seed
-    of each configuration, plus one tuning trial per rate where the budget tunes."""
+    of each configuration, plus one tuning trial per rate where the budget tunes (Figures 2
+    and 7 count the clipless configuration once per |B| or eps)."""
     plan = protocol(budget)
     per_configuration = len(seeds_for(seeds, plan)) + len(plan.lr_factors or ())
     synthetic = len(SYNTHETIC_MODELS)
     configurations = {
-        "qml-figure2": synthetic * len(plan.clips) * len(plan.batches),
-        "qml-figure7": synthetic * len(plan.private_clips) * len(plan.eps),
+        "qml-figure2": (synthetic * len(plan.clips) + 1) * len(plan.batches),
+        "qml-figure7": (synthetic * len(plan.private_clips) + 1) * len(plan.eps),
         "qml-figure8": len(DEEP_MODELS),
         "qml-figure10": len(IMAGE_MODELS),
     }

@@ -179,8 +179,8 @@ def _register_qml(number: int, title: str, figure: str, full_hours: float,
                         stamp=qml.budget_stamp))
 
 
-_register_qml(2, "test accuracy vs. C and |B|, clipping only (MLP, Lipschitz, quantum)",
-              "qml_accuracy_vs_clip", full_hours=12.0)
+_register_qml(2, "test accuracy vs. C and |B|, clipping only (MLP, Lipschitz, quantum; "
+              "clipless Lipschitz, no C)", "qml_accuracy_vs_clip", full_hours=12.0)
 _register_qml(3, "population gradient norm per epoch (C = 1.5, |B| = 64)",
               "qml_population_gradient", full_hours=0.9)
 _register_qml(4, "directional alignment per epoch (C = 1.5, |B| = 64)", "qml_alignment",
@@ -189,8 +189,8 @@ _register_qml(5, "mean and max per-example gradient norm per epoch (C = 1.5, |B|
               "qml_example_norms", full_hours=0.9)
 _register_qml(6, "clipping probability per epoch (C = 1.5, |B| = 64)", "qml_clip_probability",
               full_hours=0.9)
-_register_qml(7, "test accuracy vs. C and eps under DP-SGD (|B| = 64)", "qml_accuracy_vs_clip",
-              full_hours=12.5, quick_minutes=7.0)
+_register_qml(7, "test accuracy vs. C and eps under DP-SGD (|B| = 64; clipless Lipschitz, "
+              "no C)", "qml_accuracy_vs_clip", full_hours=12.5, quick_minutes=7.0)
 _register_qml(8, "update MSE and its parts per epoch under DP-SGD (C = 1.5, eps = 10)",
               "qml_update_mse", full_hours=0.5)
 _register_qml(10, "private image classification per epoch: CNN vs. quantum (digits, C = 1.5, "

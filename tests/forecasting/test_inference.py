@@ -148,8 +148,8 @@ def test_every_method_forecasts_a_user_csv_in_its_own_units(method, csv, tmp_pat
 
 
 def test_which_methods_draw_noise_at_inference():
-    deterministic = {"classical", "ldpt-clean", "dpsgd", "dpsgd-tuned", "public", "ridge",
-                     "dp-linear", "dpsgd-linear"}
+    deterministic = {"classical", "ldpt-clean", "ldpt-signed-clean", "dpsgd", "dpsgd-tuned",
+                     "public", "ridge", "dp-linear", "dpsgd-linear"}
     base = ModelConfig(seq_len=64, horizon=4, n_channels=1)
     for name, entry in METHODS.items():
         if entry.family == LINEAR:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from qpriv.errors import InvalidInputError
 from qpriv.quantum import frequencies, sample_counts
@@ -55,10 +56,12 @@ def test_guide_table_inverts_the_cdf_exactly(n_outcomes: int) -> None:
 
 
 @pytest.mark.parametrize(
-    "probs", [[0.1, 0.2, 0.3, 0.4], [0.97, 0.01, 0.01, 0.01], [0.0, 0.5, 0.0, 0.5]]
+    "probs", [[0.1, 0.2, 0.3, 0.4], [0.97, 0.01, 0.01, 0.01], [0.0, 0.5, 0.0, 0.5],
+              [0.24, 0.25, 0.25, 0.26], [0.25, 0.25, 0.25, 0.25]]
 )
 def test_small_counts_follow_the_exact_multinomial_law(probs: list[float], chi_square) -> None:
-    """Chi-square of 20000 draws of 3 shots against every composition's multinomial probability."""
+    """Chi-square of 20000 draws of 3 shots against every composition's multinomial probability
+    (the uniform split, with weights w = 0.4, 0.96 and 1, and inversion alone)."""
     g = torch.Generator().manual_seed(11)
     q = torch.tensor(probs, dtype=torch.float64).expand(20000, 4)
     counts = sample_counts(q, 3, generator=g)
@@ -81,10 +84,20 @@ def test_the_chi_square_check_rejects_a_gaussian_approximation(chi_square) -> No
     assert p_value < 1e-6
 
 
-def test_many_shot_counts_have_multinomial_moments() -> None:
+def _sic_like(n_outcomes: int, g: torch.Generator, *, p: float) -> torch.Tensor:
+    """A depolarized law p / K + (1 - p) a, a with exponential-like weights (as SIC overlaps)."""
+    a = torch.empty(n_outcomes, dtype=torch.float64).exponential_(generator=g)
+    return p / n_outcomes + (1 - p) * a / a.sum()
+
+
+@pytest.mark.parametrize("uniform_weight", [0.0, 0.95])
+def test_many_shot_counts_have_multinomial_moments(uniform_weight: float) -> None:
+    """256 outcomes, 1024 shots: inversion alone (a softmax law, w near 0) and the uniform
+    split (w = 0.95, the channel at the paper's eps = 0.1)."""
     g = torch.Generator().manual_seed(13)
     n_outcomes, n_shots, draws = 256, 1024, 3000
-    q = torch.softmax(2 * torch.randn(n_outcomes, generator=g, dtype=torch.float64), dim=0)
+    q = (_sic_like(n_outcomes, g, p=uniform_weight) if uniform_weight
+         else torch.softmax(2 * torch.randn(n_outcomes, generator=g, dtype=torch.float64), 0))
     counts = sample_counts(q.expand(draws, n_outcomes), n_shots, generator=g).double()
     variance = n_shots * q * (1 - q)
     z = (counts.mean(0) - n_shots * q) / (variance / draws).sqrt()
@@ -95,6 +108,29 @@ def test_many_shot_counts_have_multinomial_moments() -> None:
     q_block = float(q[:128].sum())
     block = counts[:, :128].sum(1)
     assert float(block.var()) / (n_shots * q_block * (1 - q_block)) == pytest.approx(1, abs=0.1)
+
+
+@pytest.mark.parametrize("outcomes", [slice(0, 1), slice(0, 128), slice(40, 47)])
+def test_split_counts_of_outcome_blocks_follow_the_exact_binomial(outcomes: slice) -> None:
+    """Under the uniform split (w = 0.95, 256 outcomes, 1024 shots) the count of a block of
+    outcomes is exactly Binomial(1024, q_block): Pearson chi-square over 6000 draws."""
+    g = torch.Generator().manual_seed(17)
+    n_shots, draws = 1024, 6000
+    q = _sic_like(256, g, p=0.95)
+    counts = sample_counts(q.expand(draws, 256), n_shots, generator=g)[:, outcomes].sum(1)
+    law = stats.binom(n_shots, float(q[outcomes].sum()))
+    observed = np.bincount(counts.numpy(), minlength=n_shots + 1).astype(float)
+    expected = law.pmf(np.arange(n_shots + 1)) * draws
+    cells, obs, exp = [], 0.0, 0.0  # pool neighbouring values until each cell expects >= 5
+    for o, e in zip(observed, expected, strict=True):
+        obs, exp = obs + o, exp + e
+        if exp >= 5:
+            cells.append((obs, exp))
+            obs = exp = 0.0
+    cells[-1] = (cells[-1][0] + obs, cells[-1][1] + exp)
+    o_cells, e_cells = np.array(cells).T
+    statistic = float(((o_cells - e_cells) ** 2 / e_cells).sum())
+    assert stats.chi2.sf(statistic, len(cells) - 1) > 1e-4
 
 
 def test_zero_probability_outcomes_never_occur() -> None:

@@ -4,16 +4,27 @@ N_s shots of a measurement with outcome probabilities q (K outcomes) give counts
 exactly as Multinomial(N_s, q) (LDPT section 5.7): every shot is drawn independently, no Gaussian
 approximation. Frequencies are counts / N_s.
 
-The sampler draws each shot by inverting the cumulative distribution with a guide table
-(Chen and Asau's indexed search). Per row, the thresholds T_k = round(2^30 (q_0 + ... + q_k))
-split [0, 2^30) into K intervals; a shot is a uniform 30-bit integer u and its outcome is the
-number of thresholds <= u. The interval [0, 2^30) is cut into G = 2^ceil(log2(2K)) equal cells;
-a table holds, per cell, the outcome of the cell's first integer, and one comparison finishes
-the search for every shot whose cell contains at most one threshold (all of them when every
-q_k >= 1/G). Shots in cells with more thresholds step on one outcome at a time, and after a
-few steps by binary search. Two shots come from each 64-bit random word and all per-shot work
-is int32. Outcome probabilities are resolved to 2^-30, about 1e-9 (a float32 uniform would
-resolve 2^-24).
+Uniform split. Every row is a mixture q = w u + (1 - w) r of the uniform law u = 1/K and a
+residual law r = (q - m) / (1 - w), with m = min_k q_k and w = K m. A shot of the mixture is a
+uniform shot with probability w and a residual shot otherwise, so the number of uniform shots is
+Binomial(N_s, w) (one draw per row) and, given it, the uniform and residual counts are
+independent multinomials whose sum is exactly Multinomial(N_s, q). When K is a power of two up
+to 256 a uniform shot is one random byte (its low log2 K bits), against 30 bits for a shot
+drawn by inversion, and its outcome needs no search: the row's offset plus the byte. After the
+depolarizing channel every SIC outcome has probability at least p / D^2, so w >= p: at the
+LDPT paper's eps = 0.1 (p = 0.95) 95 % of the shots are bytes. For other K the split is not
+used (every shot is a residual shot of r = q).
+
+Residual shots invert the cumulative distribution with a guide table (Chen and Asau's indexed
+search). Per row, the thresholds T_k = round(2^30 (r_0 + ... + r_k)) split [0, 2^30) into K
+intervals; a shot is a uniform 30-bit integer u and its outcome is the number of thresholds
+<= u. The interval [0, 2^30) is cut into G = 2^ceil(log2(2K)) equal cells; a table holds, per
+cell, the outcome of the cell's first integer, and one comparison finishes the search for every
+shot whose cell contains at most one threshold (all of them when every r_k >= 1/G). Shots in
+cells with more thresholds step on one outcome at a time, and after a few steps by binary
+search. Two shots come from each 64-bit random word and all per-shot work is int32. Residual
+probabilities are resolved to 2^-30, about 1e-9 (a float32 uniform would resolve 2^-24); the
+uniform weight w is exact to float64 (the Binomial draw is torch's, in float64).
 """
 
 from __future__ import annotations
@@ -37,6 +48,11 @@ _MAX_OUTCOMES = 1 << 24
 """Largest K: the guide table of one row (2K cells) must fit the int32 indices."""
 _LINEAR_STEPS = 4
 """Steps taken one outcome at a time in crowded cells before the binary-search finish."""
+_MAX_BYTE_OUTCOMES = 256
+"""Largest K whose uniform shots are drawn as bytes (the uniform split needs K = 2^b <= 2^8)."""
+_MIN_UNIFORM_WEIGHT = 0.25
+"""Mean uniform weight w of a block of rows below which the split costs more than it saves
+(both ways are exact; measured in ``benchmarks/quantum_features.py``)."""
 
 
 def require_n_shots(n_shots: int) -> int:
@@ -83,12 +99,6 @@ def _offsets(n_rows: int, stride: int, device: torch.device) -> Tensor:
     return torch.arange(0, n_rows * stride, stride, dtype=torch.int32, device=device)[:, None]
 
 
-@functools.lru_cache(maxsize=64)
-def _global_outcomes(n_rows: int, n_outcomes: int, device: torch.device) -> Tensor:
-    """row * K + k for every row and outcome, flat int32."""
-    return torch.arange(n_rows * n_outcomes, dtype=torch.int32, device=device)
-
-
 class _GuideTable:
     """Inverse-CDF lookup structures for a block of S rows with K outcomes each.
 
@@ -107,25 +117,30 @@ class _GuideTable:
         thresholds = cdf.mul_(_ONE / cdf[:, -1:]).round_().to(torch.int32)
         thresholds[:, -1] = _ONE
         self.thresholds = thresholds
-        # ceil(T_k / W): the first cell whose start is >= T_k, in [0, G]. The cells from
-        # ceil(T_{k-1} / W) to ceil(T_k / W) - 1 start inside outcome k's interval.
-        spans = (thresholds + ((1 << self.shift) - 1)).bitwise_right_shift_(self.shift)
-        spans[:, 1:] -= spans[:, :-1].clone()
-        self.guide = torch.repeat_interleave(
-            _global_outcomes(n_rows, n_outcomes, device),
-            spans.reshape(-1),
-            output_size=n_rows * self.n_cells,
-        )
-        # Two thresholds share a cell only if two consecutive first cells are equal (a zero
-        # span; the first column is zero only for a zero-probability first outcome, harmless).
-        self.any_crowded = bool(spans.amin() == 0)
+        # ceil(T_k / W), in [0, G]: the first cell whose start is >= T_k. The outcome of a
+        # cell's first integer is the number of thresholds whose first cell is at or before
+        # it: a histogram of first cells, summed up.
+        first = (thresholds + ((1 << self.shift) - 1)).bitwise_right_shift_(self.shift)
+        per_cell = torch.bincount(first.add_(_offsets(n_rows, self.n_cells + 1, device))
+                                  .view(-1), minlength=n_rows * (self.n_cells + 1))
+        per_cell = per_cell.view(n_rows, self.n_cells + 1)
+        guide = per_cell[:, : self.n_cells].cumsum(dim=1)
+        self.guide = guide.add_(_offsets(n_rows, n_outcomes, device)).to(torch.int32).view(-1)
+        # A cell needs more than one comparison only if two thresholds fall in it, that is if
+        # two share a first cell.
+        self.any_crowded = bool(per_cell.amax() >= 2)
         self.thresholds_minus_one = (thresholds - 1).reshape(-1)
         self.cell_offsets = _offsets(n_rows, self.n_cells, device)
 
-    def outcomes(self, u: Tensor) -> Tensor:
-        """Global outcome index row * K + k for uniform integers u in [0, 2^30) of shape (S, n)."""
+    def outcomes(self, u: Tensor, *, cell_offsets: Tensor | None = None) -> Tensor:
+        """Global outcome index row * K + k for uniform integers u in [0, 2^30).
+
+        ``u`` has shape (S, n), one row of shots per table row, or is flat with
+        ``cell_offsets`` (row * G for every shot, int32, the same shape as ``u``).
+        """
         flat_u = u.reshape(-1)
-        cell = (u >> self.shift).add_(self.cell_offsets).reshape(-1)
+        offsets = self.cell_offsets if cell_offsets is None else cell_offsets
+        cell = (u >> self.shift).add_(offsets).reshape(-1)
         outcome = self.guide.index_select(0, cell)
         # -1 where u >= T_k (so the outcome moves one up), else 0; no int32 overflow is possible.
         step = self.thresholds_minus_one.index_select(0, outcome).sub_(flat_u)
@@ -164,26 +179,104 @@ class _GuideTable:
             outcome.index_copy_(0, pending, exact)
 
 
-def _uniform_integers(shape: tuple[int, int], *, generator: torch.Generator | None,
+def _random_words(n_bytes: int, *, generator: torch.Generator | None,
+                  device: torch.device) -> Tensor:
+    """At least ``n_bytes`` uniform random bytes, as a flat int64 tensor of whole words."""
+    words = torch.empty((n_bytes + 7) // 8, dtype=torch.int64, device=device)
+    return words.random_(-(2**63), None, generator=generator)
+
+
+def _uniform_integers(shape: tuple[int, ...], *, generator: torch.Generator | None,
                       device: torch.device) -> Tensor:
     """Independent uniform integers in [0, 2^30) as int32, two from each 64-bit random word."""
-    total = shape[0] * shape[1]
-    words = torch.empty((total + 1) // 2, dtype=torch.int64, device=device)
-    words.random_(-(2**63), None, generator=generator)
+    total = 1
+    for size in shape:
+        total *= size
+    words = _random_words(4 * total, generator=generator, device=device)
     return words.view(torch.int32)[:total].bitwise_and_(_ONE - 1).view(shape)
 
 
-def _block_counts(probs: Tensor, n_shots: int, generator: torch.Generator | None) -> Tensor:
+def _splits_uniform(n_outcomes: int) -> bool:
+    """True when a uniform shot over K outcomes is one random byte: K = 2^b with b <= 8."""
+    return n_outcomes <= _MAX_BYTE_OUTCOMES and n_outcomes & (n_outcomes - 1) == 0
+
+
+def _first_columns(n_first: Tensor, start: int, stop: int) -> Tensor:
+    """Mask (R, stop - start): column j of row r is among the row's first ``n_first[r]``."""
+    columns = torch.arange(start, stop, dtype=n_first.dtype, device=n_first.device)
+    return columns < n_first[:, None]
+
+
+def _split_counts(probs: Tensor, n_shots: int, *, weight: Tensor,
+                  generator: torch.Generator | None) -> Tensor:
+    """Flat counts (R * K,) by the uniform split (module docstring).
+
+    Row r takes M_r ~ Binomial(N_s, 1 - w_r) residual shots. Every row draws ``n_shots`` random
+    bytes (the low log2 K bits of each a uniform outcome) and ``max(M)`` residual shots by the
+    guide table; its first M_r bytes are replaced by its first M_r residual shots, so that all
+    rows do the same per-shot work and one histogram counts both kinds.
+    """
+    n_rows, n_outcomes = probs.shape
+    device = probs.device
+    n_residual = torch.binomial(torch.full_like(weight, n_shots), 1.0 - weight,
+                                generator=generator).to(torch.int32)
+    n_most = int(n_residual.max())
+    table = None
+    if n_most:
+        floor = weight.div(n_outcomes)[:, None]
+        residual = probs - floor
+        empty = residual.sum(dim=1, keepdim=True) <= 0
+        if bool(empty.any()):  # a uniform row (w = 1) has no residual shots: any law with a
+            residual.masked_fill_(empty, 1.0)  # positive sum will do
+        table = _GuideTable(residual)
+    offsets = _offsets(n_rows, n_outcomes, device)
+    piece = max(1, min(n_shots, _SHOTS_PER_CHUNK // n_rows))
+    counts = None
+    for start in range(0, n_shots, piece):
+        stop = min(start + piece, n_shots)
+        shots = _random_words(n_rows * (stop - start), generator=generator, device=device)
+        shots = shots.view(torch.uint8)[: n_rows * (stop - start)].view(n_rows, stop - start)
+        if n_outcomes < _MAX_BYTE_OUTCOMES:
+            shots.bitwise_and_(n_outcomes - 1)
+        outcome = torch.add(shots, offsets)  # (R, piece) int32: row * K + byte
+        if start < n_most:
+            last = min(stop, n_most)
+            u = _uniform_integers((n_rows, last - start), generator=generator, device=device)
+            drawn = table.outcomes(u).view(n_rows, last - start)
+            head = outcome[:, : last - start]
+            torch.where(_first_columns(n_residual, start, last), drawn, head, out=head)
+        piece_counts = torch.bincount(outcome.view(-1), minlength=n_rows * n_outcomes)
+        counts = piece_counts if counts is None else counts.add_(piece_counts)
+    return counts
+
+
+def _inversion_counts(probs: Tensor, n_shots: int, *,
+                      generator: torch.Generator | None) -> Tensor:
+    """Flat counts (R * K,) with every shot drawn by the guide table."""
     n_rows, n_outcomes = probs.shape
     table = _GuideTable(probs)
     piece = max(1, min(n_shots, _SHOTS_PER_CHUNK // n_rows))
     counts = None
-    for drawn in range(0, n_shots, piece):
-        u = _uniform_integers((n_rows, min(piece, n_shots - drawn)), generator=generator,
-                            device=probs.device)
+    for start in range(0, n_shots, piece):
+        u = _uniform_integers((n_rows, min(piece, n_shots - start)), generator=generator,
+                              device=probs.device)
         piece_counts = torch.bincount(table.outcomes(u), minlength=n_rows * n_outcomes)
         counts = piece_counts if counts is None else counts.add_(piece_counts)
-    return counts.view(n_rows, n_outcomes)
+    return counts
+
+
+def _block_counts(probs: Tensor, n_shots: int, generator: torch.Generator | None) -> Tensor:
+    """Counts (R, K) of one block of rows: the uniform split (module docstring) when K allows
+    it and the block's uniform weights are large enough to pay for it, else inversion only."""
+    n_rows, n_outcomes = probs.shape
+    q = probs.to(torch.float64)
+    q = q / q.sum(dim=1, keepdim=True)
+    if _splits_uniform(n_outcomes):
+        weight = q.amin(dim=1).mul_(n_outcomes).clamp_(max=1.0)
+        if float(weight.mean()) >= _MIN_UNIFORM_WEIGHT:
+            counts = _split_counts(q, n_shots, weight=weight, generator=generator)
+            return counts.view(n_rows, n_outcomes)
+    return _inversion_counts(q, n_shots, generator=generator).view(n_rows, n_outcomes)
 
 
 def multinomial_counts_unchecked(

@@ -11,7 +11,7 @@ from qpriv.forecasting import layers
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.layers import Injection, QCAdaLN
 from qpriv.forecasting.methods import METHODS, setup_method
-from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.model import LDPTForecaster, PassNoise
 from qpriv.privacy.calibration import calibrate
 
 TINY = ModelConfig(seq_len=32, horizon=4, n_channels=3, dim=4, stride=4, d_model=16,
@@ -79,6 +79,34 @@ def test_the_features_are_fresh_multinomial_shots():
     torch.testing.assert_close(qf.double().mean(0), q, rtol=0, atol=4e-3)
     expected = q * (1 - q) / TINY.n_shots
     assert torch.allclose(qf.double().var(0), expected, rtol=0.1)
+
+
+@pytest.mark.parametrize("name", ["ldpt", "dp-input", "classical"])
+def test_a_pass_with_noise_drawn_ahead_is_the_inline_pass(name):
+    """draw_noise then forward(x, noise) is forward(x) for the same generator state, and the
+    generators end in the same state; the drawn noise has the pass's shapes."""
+    model = build(name)
+    x = batch()
+    model.seed_noise(3)
+    inline = model(x)
+    inline_state = model.noise_state()
+    model.seed_noise(3)
+    noise = model.draw_noise(x)
+    assert all(torch.equal(a, b) for a, b in zip(model.noise_state().values(),
+                                                  inline_state.values(), strict=True))
+    assert torch.equal(model(x, noise=noise), inline)
+    tokens = (5, TINY.n_channels, TINY.n_tokens)
+    if name == "ldpt":
+        assert noise.input is None and noise.features.shape == (*tokens, TINY.n_features)
+        assert [z.shape for z in noise.injections] == [
+            (*tokens, 2 * TINY.d_model), (*tokens, TINY.d_model), (*tokens, TINY.d_model),
+            (5, TINY.n_channels, TINY.horizon)]
+        assert model.draws_ahead
+    elif name == "dp-input":
+        assert noise.input.shape == x.shape and noise.features is None
+    else:
+        assert noise == PassNoise(input=None, features=None, injections=(None,) * 4)
+        assert not model.draws_ahead
 
 
 def test_noise_state_round_trip():

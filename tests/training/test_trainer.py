@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import threading
 
 import pytest
 import torch
@@ -24,6 +25,7 @@ from qpriv.training import (
     evaluate,
     load_checkpoint,
 )
+from qpriv.training.ahead import draw_ahead
 from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
 from qpriv.training.trainer import CHECKPOINT_FORMAT
 
@@ -44,10 +46,12 @@ def windows(rows: int, seed: int) -> WindowDataset:
 TRAIN, VAL, TEST = windows(100, 1), windows(50, 2), windows(50, 3)
 
 
-def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None) -> Trainer:
+def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None,
+                 draw_ahead=True) -> Trainer:
     torch.manual_seed(0)
     model = LDPTForecaster(setup_method(method, base=TINY, eps=0.5).config)
-    config = TrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False, device="cpu")
+    config = TrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False, device="cpu",
+                         draw_ahead=draw_ahead)
     return Trainer(model, train=TRAIN, val=VAL, config=config, checkpoint_dir=tmp_path,
                    strategy=strategy)
 
@@ -177,6 +181,57 @@ def test_optimizer_groups_follow_the_protocol(tmp_path):
     assert all(g["decoupled_weight_decay"] and g["weight_decay"] == 1.2e-3
                for g in groups.values())
     assert trainer.scheduler.patience == 5 and trainer.scheduler.factor == 0.5
+
+
+@pytest.mark.parametrize("method", ["ldpt", "dp-input", "ldpt-clean"])
+def test_drawing_the_noise_ahead_gives_the_same_run(tmp_path, monkeypatch, method):
+    """The features and injections drawn one batch ahead in the worker thread (in training
+    and validation) are the ones drawn inline: the same losses, weights and noise state."""
+    drawn_in = []
+    real_draw = LDPTForecaster.draw_noise
+
+    def spy(self, x):
+        drawn_in.append(threading.current_thread().name)
+        return real_draw(self, x)
+
+    monkeypatch.setattr(LDPTForecaster, "draw_noise", spy)
+    runs = {}
+    for ahead in (True, False):
+        drawn_in.clear()
+        trainer = make_trainer(tmp_path / str(ahead), method=method, draw_ahead=ahead)
+        history = without_timing(trainer.fit().history)
+        training_draws = [name for name in drawn_in if name.startswith("qpriv-draw-ahead")]
+        per_epoch = -(-len(TRAIN) // 16) + -(-len(VAL) // 256)  # training and validation
+        assert len(training_draws) == (3 * per_epoch if ahead else 0)
+        runs[ahead] = (history, trainer.model.state_dict(), trainer.model.noise_state())
+    (history, weights, noise), (inline_history, inline_weights, inline_noise) = runs.values()
+    assert history == inline_history
+    for name, value in weights.items():
+        assert torch.equal(value, inline_weights[name]), name
+    for name, state in noise.items():
+        assert torch.equal(state, inline_noise[name]), name
+
+
+def test_evaluation_with_the_noise_drawn_ahead_is_the_inline_evaluation():
+    torch.manual_seed(0)
+    model = LDPTForecaster(setup_method("ldpt", base=TINY, eps=0.5).config)
+    metrics = [evaluate(model, VAL, seed=5, passes=2, batch_size=8, draw_ahead=ahead)
+               for ahead in (True, False)]
+    assert metrics[0] == metrics[1] and metrics[0]["mse_std"] > 0
+
+
+def test_draw_ahead_yields_every_batch_in_order_and_passes_errors_on():
+    batches = [(torch.full((2,), float(i)), torch.zeros(2)) for i in range(5)]
+    drawn = list(draw_ahead(lambda x: x * 10, batches))
+    assert [int(x[0]) for x, _, _ in drawn] == list(range(5))
+    assert all(torch.equal(noise, x * 10) for x, _, noise in drawn)
+    assert list(draw_ahead(lambda x: x, [])) == []
+
+    def fails(x):
+        raise InvalidInputError(f"bad batch {int(x[0])}")
+
+    with pytest.raises(InvalidInputError, match="bad batch 0"):
+        list(draw_ahead(fails, batches))
 
 
 def test_a_strategy_takes_every_step(tmp_path):

@@ -113,21 +113,34 @@ class Injection(nn.Module):
     detached, so the noise scales with the signal but adds no gradient path. ``factor`` is 1 for
     noise #1 and #2 and k for noise #3. A scale of zero draws nothing. (At horizon H = 1 the
     prediction has no spread over its feature axis and noise #3 is zero.)
+
+    ``z`` depends on nothing but the shape, so it can be drawn ahead of the pass (:meth:`draw`)
+    and handed to :meth:`forward`; given a generator instead, ``forward`` draws it itself.
     """
 
     def __init__(self, *, sigma: float, factor: float = 1.0) -> None:
         super().__init__()
         self.scale = sigma * factor
 
-    def forward(self, x: Tensor, generator: torch.Generator) -> Tensor:
+    def draw(self, shape: tuple[int, ...], generator: torch.Generator, *,
+             dtype: torch.dtype = torch.float32) -> Tensor | None:
+        """z ~ N(0, I) of ``shape`` on the generator's device, or None when the scale is zero."""
         if self.scale == 0.0:
+            return None
+        return torch.randn(shape, generator=generator, device=generator.device, dtype=dtype)
+
+    def forward(self, x: Tensor, noise: Tensor | torch.Generator | None) -> Tensor:
+        """``x`` plus the injection, with ``noise`` the z of :meth:`draw` (None: nothing to
+        add) or a generator to draw it from now."""
+        if isinstance(noise, torch.Generator):
+            noise = self.draw(tuple(x.shape), noise, dtype=x.dtype)
+        if noise is None:
             return x
-        z = torch.randn(x.shape, generator=generator, device=x.device, dtype=x.dtype)
         x0 = x.detach()
         # population std over the last axis; two passes through vector_norm run about twice
         # as fast on the CPU as Tensor.std, with the same result to rounding
         std = torch.linalg.vector_norm(x0 - x0.mean(dim=-1, keepdim=True), dim=-1, keepdim=True)
-        return torch.addcmul(x, z, std.mul_(self.scale * x.shape[-1] ** -0.5))
+        return torch.addcmul(x, noise.to(x.dtype), std.mul_(self.scale * x.shape[-1] ** -0.5))
 
     def extra_repr(self) -> str:
         return f"scale={self.scale:.4g}"
@@ -239,11 +252,14 @@ class Block(nn.Module):
         self.inject = Injection(sigma=sigma)  # noise #2
 
     def forward(
-        self, h: Tensor, a: Tensor, q: Tensor | None, generator: torch.Generator
+        self, h: Tensor, a: Tensor, q: Tensor | None, noise: tuple[Tensor | None, Tensor | None]
     ) -> Tensor:
-        """``h (B, C, T, d)``, ``a (B, C, T, in_dim)``, ``q (B, C, D^2+1)`` -> ``(B, C, T, d)``."""
-        h = self.inject(self.norm1(h + self.resid_dropout(self.attention(a)), q), generator)
-        return self.inject(self.norm2(h + self.ffn(h), q), generator)
+        """``h (B, C, T, d)``, ``a (B, C, T, in_dim)``, ``q (B, C, D^2+1)`` -> ``(B, C, T, d)``;
+        ``noise`` holds the z of noise #2 after the attention and after the FFN
+        (:meth:`Injection.draw`)."""
+        after_attention, after_ffn = noise
+        h = self.inject(self.norm1(h + self.resid_dropout(self.attention(a)), q), after_attention)
+        return self.inject(self.norm2(h + self.ffn(h), q), after_ffn)
 
 
 class Head(nn.Module):

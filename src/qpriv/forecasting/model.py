@@ -21,11 +21,19 @@ The forward pass reads as the pipeline of the LDPT paper (section 5.1, Figure 1)
 
 The window stays the leading axis of every tensor through every parameter layer (never a
 ``(B*C, ...)`` reshape), so a per-sample gradient is a per-window gradient.
+
+Everything random in a pass (the shots of stage 3, the z of the injections, DP-Input's noise)
+depends on the input window and the noise generators only, never on the weights, so it is
+drawn in one place, :meth:`LDPTForecaster.draw_noise`, which the forward pass calls first. A
+trainer may call it for the next batch ahead of time, in a background thread, while the
+current batch trains, and hand the result to ``forward(x, noise=...)``: with the generators
+used in the same order the pass is the same.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
@@ -50,6 +58,21 @@ PAPER_PARAMETERS = {"classical": 163_000, "quantum_attention": 182_000, "total":
 
 QUANTUM_ATTENTION = "quantum_attention"
 CLASSICAL = "classical"
+
+
+@dataclass(frozen=True)
+class PassNoise:
+    """The random draws of one forward pass over a batch (:meth:`LDPTForecaster.draw_noise`).
+
+    ``input``: DP-Input's noise on the raw window ``(B, L, C)``; ``features``: the quantum
+    features ``qf (B, C, T, D^2+1)`` (from the noised window); ``injections``: the z of noise
+    #1, of noise #2 after the attention and after the FFN of every block, and of noise #3, in
+    that order. None where the model draws nothing.
+    """
+
+    input: Tensor | None
+    features: Tensor | None
+    injections: tuple[Tensor | None, ...]
 
 
 class LDPTForecaster(nn.Module):
@@ -109,9 +132,80 @@ class LDPTForecaster(nn.Module):
         self.inject_output = Injection(sigma=sigma, factor=cfg.k)  # noise #3
         self.seed_noise(0)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """``x (B, L, C)`` -> forecast ``(B, H, C)``; one pass draws fresh shots and noise.
+    def forward(self, x: Tensor, noise: PassNoise | None = None) -> Tensor:
+        """``x (B, L, C)`` -> forecast ``(B, H, C)``; one pass draws fresh shots and noise
+        (:meth:`draw_noise`), unless ``noise`` drawn ahead for this ``x`` is given.
         An input of another dtype (float64, say) is cast to the weights' (float32)."""
+        cfg = self.config
+        x = self._checked_input(x)
+        if noise is None:
+            noise = self.draw_noise(x)
+        if noise.input is not None:  # DP-Input: the raw window is noised before anything reads it
+            x = x + noise.input
+        noise_input, *noise_blocks, noise_output = noise.injections
+
+        x_norm, _, stats = self.revin(x.transpose(1, 2))  # (B, C, L) each
+        tokens = x_norm[..., self.token_index]  # (B, C, T, D), the unfold as a gather
+        x_cl = self.embed(tokens) if self.embed is not None else None  # (B, C, T, d)
+        if self.features is not None:
+            qf = noise.features  # (B, C, T, D^2+1), no grad
+            x_q = self.proj(qf)  # (B, C, T, d)
+            q = qf.mean(dim=2)  # (B, C, D^2+1), token-mean-pooled conditioning
+            x_cl = (1.0 - cfg.gate) * x_cl if x_cl is not None else torch.zeros_like(x_q)
+            x_enh = self.inject_input(torch.cat([x_cl, x_q], dim=-1), noise_input)  # (B,C,T,2d)
+            h = x_enh[..., cfg.d_model:]  # residual stream: the (noised) W_proj qf
+        else:  # no quantum path: the tokens are x_cl, the quantum half of x_enh is zero
+            q = None
+            x_enh = self.inject_input(torch.cat([x_cl, torch.zeros_like(x_cl)], dim=-1),
+                                      noise_input)
+            h = x_enh[..., : cfg.d_model]  # residual stream: x_cl
+        for i, block in enumerate(self.blocks):
+            h = block(h, x_enh if i == 0 else h, q, noise_blocks[2 * i: 2 * i + 2])  # (B,C,T,d)
+        y = self.inject_output(self.head(h), noise_output)  # (B, C, H)
+        return self.revin.denormalise(y, stats).transpose(1, 2)  # (B, H, C)
+
+    @torch.no_grad()
+    def draw_noise(self, x: Tensor) -> PassNoise:
+        """Everything random of one pass over ``x (B, L, C)``, drawn from the noise generators.
+
+        The shots of the quantum features come from the shot generator; DP-Input's noise and
+        the injections' z, in pass order, from the injection generator. Nothing here reads a
+        weight, so it may run ahead of the pass, in another thread, while the weights train
+        (the generators must then be left to it alone); ``forward(x, noise=...)`` with the
+        result is the pass that ``forward(x)`` would have been.
+        """
+        cfg = self.config
+        x = self._checked_input(x)
+        shots_rng, noise_rng = self._generators(x.device)
+        input_noise = None
+        if cfg.input_noise > 0:
+            input_noise = cfg.input_noise * torch.randn(x.shape, generator=noise_rng,
+                                                        device=x.device, dtype=x.dtype)
+        features = None
+        if self.features is not None:
+            noised = x if input_noise is None else x + input_noise
+            z, _ = self.revin.standardise(noised.transpose(1, 2))  # (B, C, L)
+            features = self.features(self._channel_input(z), shots_rng)
+        tokens = (x.shape[0], cfg.n_channels, cfg.n_tokens)
+        shapes = [(*tokens, 2 * cfg.d_model)]
+        shapes += [(*tokens, cfg.d_model)] * (2 * len(self.blocks))
+        shapes += [(x.shape[0], cfg.n_channels, cfg.horizon)]
+        injections = [self.inject_input, *(b.inject for b in self.blocks for _ in range(2)),
+                      self.inject_output]
+        return PassNoise(
+            input=input_noise, features=features,
+            injections=tuple(inject.draw(shape, noise_rng, dtype=x.dtype)
+                             for inject, shape in zip(injections, shapes, strict=True)),
+        )
+
+    @property
+    def draws_ahead(self) -> bool:
+        """Whether :meth:`draw_noise` has work worth doing ahead of the pass: the quantum
+        features (exact or shot-sampled) or any noise."""
+        return self.features is not None or self.config.noisy_inference
+
+    def _checked_input(self, x: Tensor) -> Tensor:
+        """``x`` of shape (B, L, C), in the weights' dtype."""
         cfg = self.config
         if x.ndim != 3 or x.shape[1:] != (cfg.seq_len, cfg.n_channels):
             raise InvalidInputError(
@@ -120,29 +214,7 @@ class LDPTForecaster(nn.Module):
             )
         if x.dtype != self.head.linear.weight.dtype:
             x = x.to(self.head.linear.weight.dtype)
-        shots_rng, noise_rng = self._generators(x.device)
-        if cfg.input_noise > 0:  # DP-Input: the raw window is noised before anything reads it
-            x = x + cfg.input_noise * torch.randn(x.shape, generator=noise_rng, device=x.device,
-                                                  dtype=x.dtype)
-
-        x_norm, z, stats = self.revin(x.transpose(1, 2))  # (B, C, L) each
-        tokens = x_norm[..., self.token_index]  # (B, C, T, D), the unfold as a gather
-        x_cl = self.embed(tokens) if self.embed is not None else None  # (B, C, T, d)
-        if self.features is not None:
-            qf = self.features(self._channel_input(z), shots_rng)  # (B, C, T, D^2+1)
-            x_q = self.proj(qf)  # (B, C, T, d)
-            q = qf.mean(dim=2)  # (B, C, D^2+1), token-mean-pooled conditioning
-            x_cl = (1.0 - cfg.gate) * x_cl if x_cl is not None else torch.zeros_like(x_q)
-            x_enh = self.inject_input(torch.cat([x_cl, x_q], dim=-1), noise_rng)  # (B, C, T, 2d)
-            h = x_enh[..., cfg.d_model:]  # residual stream: the (noised) W_proj qf
-        else:  # no quantum path: the tokens are x_cl, the quantum half of x_enh is zero
-            q = None
-            x_enh = self.inject_input(torch.cat([x_cl, torch.zeros_like(x_cl)], dim=-1), noise_rng)
-            h = x_enh[..., : cfg.d_model]  # residual stream: x_cl
-        for i, block in enumerate(self.blocks):
-            h = block(h, x_enh if i == 0 else h, q, noise_rng)  # (B, C, T, d)
-        y = self.inject_output(self.head(h), noise_rng)  # (B, C, H)
-        return self.revin.denormalise(y, stats).transpose(1, 2)  # (B, H, C)
+        return x
 
     def encoded_tokens(self, x: Tensor) -> Tensor | None:
         """The tokens that :meth:`forward` amplitude-encodes and sends through the channel.
@@ -155,7 +227,7 @@ class LDPTForecaster(nn.Module):
         """
         if self.features is None:
             return None
-        _, z, _ = self.revin(x.transpose(1, 2))  # (B, C, L)
+        z, _ = self.revin.standardise(x.transpose(1, 2))  # (B, C, L)
         return self._channel_input(z)
 
     def _channel_input(self, z: Tensor) -> Tensor:

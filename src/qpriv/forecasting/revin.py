@@ -47,12 +47,17 @@ class RevIN(nn.Module):
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, WindowStats | None]:
         """``x (B, C, L)`` -> ``(weight * z + bias, z, stats)`` with ``z = (x - mean) / std``
         (``z = x`` and ``stats = None`` without per-window statistics)."""
+        z, stats = self.standardise(x)
+        return z * self.weight + self.bias, z, stats
+
+    def standardise(self, x: Tensor) -> tuple[Tensor, WindowStats | None]:
+        """``x (B, C, L)`` -> ``(z, stats)``: the z-score alone, which reads no parameter (what
+        the quantum feature path sees, drawn ahead of the pass)."""
         if not self.per_window:
-            return x * self.weight + self.bias, x, None
+            return x, None
         mean = x.mean(dim=-1, keepdim=True).detach()  # (B, C, 1)
         std = torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + self.eps).detach()
-        z = (x - mean) / std  # (B, C, L)
-        return z * self.weight + self.bias, z, WindowStats(mean, std)
+        return (x - mean) / std, WindowStats(mean, std)
 
     def denormalise(self, y: Tensor, stats: WindowStats | None) -> Tensor:
         """``y (B, C, H)`` -> ``((y - bias) / weight) * std + mean`` (RevIN's inverse; without

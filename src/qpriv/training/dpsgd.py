@@ -185,6 +185,7 @@ class DPSGDStrategy(StepStrategy):
     """
 
     name = "dpsgd"
+    draws_ahead = False  # the model is called per window, inside vmap
 
     def __init__(
         self, *, clip: float, noise_multiplier: float, sample_rate: float,
@@ -210,7 +211,7 @@ class DPSGDStrategy(StepStrategy):
                                steps=self.steps_per_epoch, generator=generator)
 
     def step(self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
-             scaler: torch.amp.GradScaler, amp: bool) -> Tensor:
+             scaler: torch.amp.GradScaler, amp: bool, noise: object | None = None) -> Tensor:
         params = dict(model.named_parameters())
         shapes = {name: p.shape for name, p in params.items() if p.requires_grad}
         grads, losses = (None, None) if x.shape[0] == 0 else per_sample_gradient_dict(

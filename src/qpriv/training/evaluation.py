@@ -18,6 +18,8 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
+from qpriv.training.ahead import draw_ahead as ahead_of
+
 
 class WindowSource(Protocol):
     """What the trainer needs of a dataset: a length and a batched fetch of windows."""
@@ -64,6 +66,7 @@ def evaluate(
     batch_size: int = 256,
     amp: bool = False,
     by_channel: bool = False,
+    draw_ahead: bool = True,
 ) -> dict:
     """MSE and MAE of ``model`` on ``data`` (z-scored targets), over ``passes`` noise seeds.
 
@@ -71,6 +74,8 @@ def evaluate(
     ``mse_mean``, ``mse_std``, ``mae_mean``, ``mae_std`` over the passes and ``passes``.
     ``by_channel`` adds ``by_channel``: ``{"mse": [...], "mae": [...]}``, one value per channel
     of the first pass (their mean is ``mse`` and ``mae``: every channel has as many values).
+    ``draw_ahead``: on the CPU, a model with ``draws_ahead`` has each batch's pass noise drawn
+    one batch ahead in a background thread (:mod:`qpriv.training.ahead`; the same values).
     """
     device = next(model.parameters()).device
     was_training = model.training
@@ -82,11 +87,14 @@ def evaluate(
             sq = ab = 0.0
             count = 0
             with seeded_noise(model, seed + m):
-                for index in torch.arange(len(data)).split(batch_size):
-                    x, y = data.windows(index)
-                    x, y = x.to(device), y.to(device)
+                batches = _fetch(data, batch_size=batch_size, device=device)
+                ahead = draw_ahead and device.type == "cpu" and getattr(model, "draws_ahead",
+                                                                        False)
+                stream = (ahead_of(model.draw_noise, batches) if ahead
+                          else ((x, y, None) for x, y in batches))
+                for x, y, noise in stream:
                     with autocast(device, enabled=amp):
-                        pred = model(x)
+                        pred = model(x) if noise is None else model(x, noise=noise)
                     err = pred.float() - y
                     sq += float(err.square().sum())
                     ab += float(err.abs().sum())
@@ -109,6 +117,14 @@ def evaluate(
         out.update(passes=passes, mse_mean=_mean(mses), mse_std=_std(mses),
                    mae_mean=_mean(maes), mae_std=_std(maes))
     return out
+
+
+def _fetch(data: WindowSource, *, batch_size: int,
+           device: torch.device) -> Iterator[tuple[Tensor, Tensor]]:
+    """The windows of ``data`` in order, in batches, on ``device``."""
+    for index in torch.arange(len(data)).split(batch_size):
+        x, y = data.windows(index)
+        yield x.to(device), y.to(device)
 
 
 @torch.no_grad()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from qpriv.runs.files import (
     remove_stale_temporaries,
 )
 from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE
+from qpriv.training.ahead import draw_ahead
 from qpriv.training.evaluation import WindowSource, autocast, evaluate
 from qpriv.training.seeding import (
     derive_seed,
@@ -73,7 +75,10 @@ class TrainConfig:
     ``lr_quantum_attention``. ``warmup_epochs`` > 0 ramps every rate linearly from its first
     step to the full rate (the tuned DP-SGD of the LDPT paper's section 8.3); ReduceLROnPlateau
     starts after it. ``amp`` is used only on CUDA. ``device`` None picks CUDA when present.
-    ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds. ``seed`` None:
+    ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds. ``draw_ahead``:
+    on the CPU, draw each batch's pass noise (a model's ``draw_noise``) one batch ahead in a
+    background thread (:mod:`qpriv.training.ahead`); the run is the same either way.
+    ``seed`` None:
     the caller has seeded every random source the run draws from (the classifiers hand their
     strategy seeded generators), so the trainer seeds none.
     """
@@ -92,6 +97,7 @@ class TrainConfig:
     amp: bool = True
     device: str | None = None
     progress: bool = True
+    draw_ahead: bool = True
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "eval_batch_size", "eval_passes"):
@@ -138,9 +144,18 @@ class StepStrategy:
     :meth:`state_dict` / :meth:`load_state_dict` (e.g. an accountant's history or the
     strategy's own generators, for resume; raise :class:`InvalidInputError` for a state of
     other settings) and :meth:`report` (what goes into the result, e.g. the epsilon spent).
+    ``draws_ahead``: whether :meth:`step` takes the batch's pass noise drawn ahead
+    (``noise``, passed on as ``model(x, noise=noise)``); a subclass that overrides
+    :meth:`step` is taken not to, unless it sets ``draws_ahead`` itself.
     """
 
     name = "standard"
+    draws_ahead = True
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__ and "draws_ahead" not in cls.__dict__:
+            cls.draws_ahead = False
 
     def prepare(
         self, model: nn.Module, optimizer: torch.optim.Optimizer, *, n_train: int,
@@ -155,11 +170,12 @@ class StepStrategy:
 
     def step(
         self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
-        scaler: torch.amp.GradScaler, amp: bool,
+        scaler: torch.amp.GradScaler, amp: bool, noise: object | None = None,
     ) -> Tensor:
-        """One update on the batch ``(x, y)``; returns the batch's mean loss (detached)."""
+        """One update on the batch ``(x, y)``; returns the batch's mean loss (detached).
+        ``noise``: the pass noise of ``x`` drawn ahead (None: the model draws it)."""
         with autocast(x.device, enabled=amp):
-            pred = model(x)
+            pred = model(x) if noise is None else model(x, noise=noise)
         loss = F.mse_loss(pred.float(), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
@@ -410,20 +426,37 @@ class Trainer:
         )
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         seen = 0
+        draw = self._draw_ahead()
+        stream = (draw_ahead(draw, self._fetch(batches)) if draw is not None
+                  else ((x, y, None) for x, y in self._fetch(batches)))
         with epoch_bar(total=len(batches), epoch=epoch, epochs=cfg.epochs,
                        enabled=cfg.progress) as bar:
-            for i, index in enumerate(batches):
-                x, y = self.train_data.windows(index)
-                x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+            for i, (x, y, noise) in enumerate(stream):
                 self._warm_up(epoch, i, len(batches))
+                ahead = {} if noise is None else {"noise": noise}
                 loss = self.strategy.step(self.model, x, y, optimizer=self.optimizer,
-                                          scaler=self.scaler, amp=self.amp)
-                total += loss.to(self.device) * len(index)
-                seen += len(index)
+                                          scaler=self.scaler, amp=self.amp, **ahead)
+                total += loss.to(self.device) * x.shape[0]
+                seen += x.shape[0]
                 bar.update()
                 if cfg.progress and (i % 10 == 0 or i == len(batches) - 1):
                     bar.set_postfix(loss=f"{float(total) / seen:.4f}")
         return float(total) / max(seen, 1), time.perf_counter() - tic
+
+    def _fetch(self, batches: list[Tensor]) -> Iterator[tuple[Tensor, Tensor]]:
+        """The windows of each batch, on the device."""
+        for index in batches:
+            x, y = self.train_data.windows(index)
+            yield x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
+
+    def _draw_ahead(self) -> Callable[[Tensor], object] | None:
+        """The model's ``draw_noise`` when the epoch draws pass noise ahead: on the CPU, when
+        the config asks, the strategy takes it and the model has such work (None otherwise)."""
+        module = self._module()
+        if (self.config.draw_ahead and self.device.type == "cpu" and self.strategy.draws_ahead
+                and getattr(module, "draws_ahead", False)):
+            return module.draw_noise
+        return None
 
     def _warm_up(self, epoch: int, batch: int, n_batches: int) -> None:
         """Linear learning-rate warm-up over the first ``warmup_epochs`` epochs, step by step,
@@ -445,6 +478,7 @@ class Trainer:
         return evaluate(
             self.model, data, seed=cfg.eval_seed, passes=passes or cfg.eval_passes,
             batch_size=cfg.eval_batch_size, amp=self.amp, by_channel=by_channel,
+            draw_ahead=cfg.draw_ahead,
         )
 
     # -- seeding and checkpoints -----------------------------------------------------------

@@ -9,7 +9,7 @@ from scipy import stats
 
 from qpriv.errors import InvalidInputError
 from qpriv.quantum import frequencies, sample_counts
-from qpriv.quantum.shots import _ONE, _GuideTable
+from qpriv.quantum.shots import _ONE, _GuideTable, _thresholds
 
 
 def test_counts_have_the_right_shape_dtype_and_total() -> None:
@@ -32,14 +32,18 @@ def _distributions(n_outcomes: int, g: torch.Generator) -> list[torch.Tensor]:
     return [d / d.sum(1, keepdim=True) for d in (uniform, peaked, sparse, tiny_head)]
 
 
+@pytest.mark.parametrize("cells_per_outcome", [2, 0.25])
 @pytest.mark.parametrize("n_outcomes", [1, 2, 3, 16, 256])
-def test_guide_table_inverts_the_cdf_exactly(n_outcomes: int) -> None:
+def test_guide_table_inverts_the_cdf_exactly(n_outcomes: int, cells_per_outcome: float) -> None:
     """Every integer u maps to #{k : T_k <= u}, including thresholds, their neighbours and the
-    edges of every cell, and in crowded cells (several thresholds) too."""
+    edges of every cell, and in crowded cells (several thresholds) too: with G = 2K cells (as
+    inversion builds it) and G = K / 4 (the uniform split's residual)."""
     g = torch.Generator().manual_seed(n_outcomes)
     crowded_seen = False
+    n_cells = max(2, 1 << (int(n_outcomes * cells_per_outcome) - 1).bit_length())
     for probs in _distributions(n_outcomes, g):
-        table = _GuideTable(probs)
+        cdf = probs.cumsum(dim=1)
+        table = _GuideTable(_thresholds(cdf, cdf[:, -1:]), n_cells=n_cells)
         crowded_seen |= table.any_crowded
         rows = probs.shape[0]
         cells = (torch.arange(table.n_cells, dtype=torch.int64) << table.shift).expand(rows, -1)

@@ -12,8 +12,9 @@ independent multinomials whose sum is exactly Multinomial(N_s, q). When K is a p
 to 256 a uniform shot is one random byte (its low log2 K bits), against 30 bits for a shot
 drawn by inversion, and its outcome needs no search: the row's offset plus the byte. After the
 depolarizing channel every SIC outcome has probability at least p / D^2, so w >= p: at the
-LDPT paper's eps = 0.1 (p = 0.95) 95 % of the shots are bytes. For other K the split is not
-used (every shot is a residual shot of r = q).
+LDPT paper's eps = 0.1 (p = 0.95) 95 % of the shots are bytes. For other K, or a block of rows
+whose weights average below :data:`_MIN_UNIFORM_WEIGHT`, the split is not used (every shot is
+a residual shot of r = q).
 
 Residual shots invert the cumulative distribution with a guide table (Chen and Asau's indexed
 search). Per row, the thresholds T_k = round(2^30 (r_0 + ... + r_k)) split [0, 2^30) into K
@@ -50,9 +51,10 @@ _LINEAR_STEPS = 4
 """Steps taken one outcome at a time in crowded cells before the binary-search finish."""
 _MAX_BYTE_OUTCOMES = 256
 """Largest K whose uniform shots are drawn as bytes (the uniform split needs K = 2^b <= 2^8)."""
-_MIN_UNIFORM_WEIGHT = 0.25
-"""Mean uniform weight w of a block of rows below which the split costs more than it saves
-(both ways are exact; measured in ``benchmarks/quantum_features.py``)."""
+_MIN_UNIFORM_WEIGHT = 0.75
+"""Mean uniform weight w of a block of rows below which the split costs more than it saves:
+every row draws all N_s bytes, so the residual shots come on top (both ways are exact; about
+even at w = 0.57 and 0.77, measured with ``benchmarks/quantum_features.py --p``)."""
 
 
 def require_n_shots(n_shots: int) -> int:
@@ -99,23 +101,30 @@ def _offsets(n_rows: int, stride: int, device: torch.device) -> Tensor:
     return torch.arange(0, n_rows * stride, stride, dtype=torch.int32, device=device)[:, None]
 
 
+def _thresholds(cdf: Tensor, total: Tensor) -> Tensor:
+    """T_k = round(2^30 cdf_k / total) as int32 (R, K), T_{K-1} = 2^30, from a float64
+    cumulative sum (R, K) of non-negative weights and its rows' totals (R, 1); a row of total 0
+    gets all its mass on the last outcome."""
+    scale = torch.where(total > 0, _ONE / total, 0.0)
+    thresholds = cdf.mul_(scale).round_().to(torch.int32)
+    thresholds[:, -1] = _ONE
+    return thresholds
+
+
 class _GuideTable:
     """Inverse-CDF lookup structures for a block of S rows with K outcomes each.
 
-    Thresholds T_k = round(2^30 cdf_k) (T_{K-1} = 2^30); cell c covers [c W, (c + 1) W) with
-    W = 2^30 / G. ``guide[c]`` is the outcome of u = c W, i.e. #{k : T_k <= c W}, stored as the
-    global index row * K + k. A cell is crowded when it holds two or more thresholds. All
-    integers fit in int32.
+    Thresholds T_k = round(2^30 cdf_k) (T_{K-1} = 2^30, :func:`_thresholds`); cell c covers
+    [c W, (c + 1) W) with W = 2^30 / G, G a power of two. ``guide[c]`` is the outcome of
+    u = c W, i.e. #{k : T_k <= c W}, stored as the global index row * K + k. A cell is crowded
+    when it holds two or more thresholds. All integers fit in int32.
     """
 
-    def __init__(self, probs: Tensor) -> None:
-        n_rows, n_outcomes = probs.shape
-        device = probs.device
-        self.n_cells = _n_cells(n_outcomes)
+    def __init__(self, thresholds: Tensor, *, n_cells: int) -> None:
+        n_rows, n_outcomes = thresholds.shape
+        device = thresholds.device
+        self.n_cells = n_cells
         self.shift = PROBABILITY_RESOLUTION_BITS - (self.n_cells.bit_length() - 1)
-        cdf = probs.cumsum(dim=1, dtype=torch.float64)
-        thresholds = cdf.mul_(_ONE / cdf[:, -1:]).round_().to(torch.int32)
-        thresholds[:, -1] = _ONE
         self.thresholds = thresholds
         # ceil(T_k / W), in [0, G]: the first cell whose start is >= T_k. The outcome of a
         # cell's first integer is the number of thresholds whose first cell is at or before
@@ -207,28 +216,25 @@ def _first_columns(n_first: Tensor, start: int, stop: int) -> Tensor:
     return columns < n_first[:, None]
 
 
-def _split_counts(probs: Tensor, n_shots: int, *, weight: Tensor,
+def _split_counts(residual_cdf: Tensor, n_shots: int, *, weight: Tensor,
                   generator: torch.Generator | None) -> Tensor:
     """Flat counts (R * K,) by the uniform split (module docstring).
 
     Row r takes M_r ~ Binomial(N_s, 1 - w_r) residual shots. Every row draws ``n_shots`` random
     bytes (the low log2 K bits of each a uniform outcome) and ``max(M)`` residual shots by the
     guide table; its first M_r bytes are replaced by its first M_r residual shots, so that all
-    rows do the same per-shot work and one histogram counts both kinds.
+    rows do the same per-shot work and one histogram counts both kinds. ``residual_cdf`` is
+    the float64 cumulative sum of q - m per row (R, K).
     """
-    n_rows, n_outcomes = probs.shape
-    device = probs.device
+    n_rows, n_outcomes = residual_cdf.shape
+    device = residual_cdf.device
     n_residual = torch.binomial(torch.full_like(weight, n_shots), 1.0 - weight,
                                 generator=generator).to(torch.int32)
     n_most = int(n_residual.max())
     table = None
     if n_most:
-        floor = weight.div(n_outcomes)[:, None]
-        residual = probs - floor
-        empty = residual.sum(dim=1, keepdim=True) <= 0
-        if bool(empty.any()):  # a uniform row (w = 1) has no residual shots: any law with a
-            residual.masked_fill_(empty, 1.0)  # positive sum will do
-        table = _GuideTable(residual)
+        table = _GuideTable(_thresholds(residual_cdf, residual_cdf[:, -1:]),
+                            n_cells=_n_cells(n_outcomes))
     offsets = _offsets(n_rows, n_outcomes, device)
     piece = max(1, min(n_shots, _SHOTS_PER_CHUNK // n_rows))
     counts = None
@@ -252,9 +258,10 @@ def _split_counts(probs: Tensor, n_shots: int, *, weight: Tensor,
 
 def _inversion_counts(probs: Tensor, n_shots: int, *,
                       generator: torch.Generator | None) -> Tensor:
-    """Flat counts (R * K,) with every shot drawn by the guide table."""
+    """Flat counts (R * K,) with every shot drawn by the guide table (G = 2K)."""
     n_rows, n_outcomes = probs.shape
-    table = _GuideTable(probs)
+    cdf = probs.cumsum(dim=1, dtype=torch.float64)
+    table = _GuideTable(_thresholds(cdf, cdf[:, -1:]), n_cells=_n_cells(n_outcomes))
     piece = max(1, min(n_shots, _SHOTS_PER_CHUNK // n_rows))
     counts = None
     for start in range(0, n_shots, piece):
@@ -269,14 +276,16 @@ def _block_counts(probs: Tensor, n_shots: int, generator: torch.Generator | None
     """Counts (R, K) of one block of rows: the uniform split (module docstring) when K allows
     it and the block's uniform weights are large enough to pay for it, else inversion only."""
     n_rows, n_outcomes = probs.shape
-    q = probs.to(torch.float64)
-    q = q / q.sum(dim=1, keepdim=True)
     if _splits_uniform(n_outcomes):
-        weight = q.amin(dim=1).mul_(n_outcomes).clamp_(max=1.0)
+        floor = probs.amin(dim=1, keepdim=True).to(torch.float64)  # m, (R, 1)
+        # q - m >= 0 exactly (in float64), and its running sum never decreases
+        residual_cdf = torch.sub(probs, floor).cumsum_(dim=1)
+        mass = floor.mul(n_outcomes)  # K m, (R, 1)
+        weight = mass.div_(residual_cdf[:, -1:] + mass).squeeze(1)  # w = K m / sum(q)
         if float(weight.mean()) >= _MIN_UNIFORM_WEIGHT:
-            counts = _split_counts(q, n_shots, weight=weight, generator=generator)
+            counts = _split_counts(residual_cdf, n_shots, weight=weight, generator=generator)
             return counts.view(n_rows, n_outcomes)
-    return _inversion_counts(q, n_shots, generator=generator).view(n_rows, n_outcomes)
+    return _inversion_counts(probs, n_shots, generator=generator).view(n_rows, n_outcomes)
 
 
 def multinomial_counts_unchecked(

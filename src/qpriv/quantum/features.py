@@ -42,7 +42,7 @@ from qpriv.quantum.channels import (
     depolarizing_rate,
 )
 from qpriv.quantum.povm import available_sic_dims, sic_povm, sic_vectors
-from qpriv.quantum.shots import multinomial_counts_unchecked, require_n_shots
+from qpriv.quantum.shots import multinomial_count_blocks, require_n_shots
 from qpriv.quantum.states import (
     amplitude_encode,
     amplitude_encode_with_mask,
@@ -205,8 +205,9 @@ def quantum_features(
         if n_shots is None:
             out[start:stop] = probs
         else:
-            counts = multinomial_counts_unchecked(probs, n_shots, generator=generator)
-            torch.div(counts, n_shots, out=out[start:stop])
+            chunk = out[start:stop]
+            for rows, counts in multinomial_count_blocks(probs, n_shots, generator=generator):
+                torch.div(counts, n_shots, out=chunk[rows])
     if stats is not None:
         stats.n_states += flat.shape[0]
         stats.n_zero_norm += int(zero_total)

@@ -31,6 +31,7 @@ uniform weight w is exact to float64 (the Binomial draw is torch's, in float64).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -41,7 +42,7 @@ PROBABILITY_RESOLUTION_BITS = 30
 """Shots are uniform integers in [0, 2^30); probabilities are rounded to multiples of 2^-30."""
 
 _ONE = 1 << PROBABILITY_RESOLUTION_BITS
-_SHOTS_PER_CHUNK = 1 << 18
+_SHOTS_PER_CHUNK = 1 << 19
 """Shots drawn per vectorised step: bounds the working memory (a few MiB) whatever the batch."""
 _CELLS_PER_CHUNK = 1 << 22
 """Guide-table cells per block of rows: keeps row * cell indices well within int32."""
@@ -288,23 +289,34 @@ def _block_counts(probs: Tensor, n_shots: int, generator: torch.Generator | None
     return _inversion_counts(probs, n_shots, generator=generator).view(n_rows, n_outcomes)
 
 
-def multinomial_counts_unchecked(
+def multinomial_count_blocks(
     probs: Tensor, n_shots: int, *, generator: torch.Generator | None
-) -> Tensor:
-    """Counts of shape (R, K), int64, for valid probability rows (R, K); no input checks.
+) -> Iterator[tuple[slice, Tensor]]:
+    """Counts of valid probability rows (R, K), block of rows by block, with no input checks:
+    ``(rows, counts)`` with ``counts`` int64 of shape (len(rows), K).
 
     The kernel behind :func:`sample_counts`; callers guarantee that rows are non-negative, finite
     and sum to one, and that ``n_shots >= 1``. Rows are processed in blocks and shots in pieces,
-    so the working memory stays bounded whatever R and ``n_shots``.
+    so the working memory stays bounded whatever R and ``n_shots``; a caller that turns counts
+    into something else (frequencies) does so block by block, without an (R, K) int64 copy.
     """
     n_rows, n_outcomes = probs.shape
     rows_per_block = max(
         1, min(_SHOTS_PER_CHUNK // n_shots, _CELLS_PER_CHUNK // _n_cells(n_outcomes))
     )
-    counts = torch.empty(n_rows, n_outcomes, dtype=torch.int64, device=probs.device)
     for start in range(0, n_rows, rows_per_block):
-        stop = min(start + rows_per_block, n_rows)
-        counts[start:stop] = _block_counts(probs[start:stop], n_shots, generator)
+        rows = slice(start, min(start + rows_per_block, n_rows))
+        yield rows, _block_counts(probs[rows], n_shots, generator)
+
+
+def multinomial_counts_unchecked(
+    probs: Tensor, n_shots: int, *, generator: torch.Generator | None
+) -> Tensor:
+    """Counts of shape (R, K), int64, for valid probability rows (R, K); no input checks (see
+    :func:`multinomial_count_blocks`)."""
+    counts = torch.empty(probs.shape, dtype=torch.int64, device=probs.device)
+    for rows, block in multinomial_count_blocks(probs, n_shots, generator=generator):
+        counts[rows] = block
     return counts
 
 

@@ -11,9 +11,9 @@ the last line is one JSON object with both times and their ratio.
 from __future__ import annotations
 
 import argparse
-import json
 
-from _timing import best_seconds_interleaved, run_benchmark
+import torch
+from _timing import best_seconds_interleaved, machine_facts, print_record, run_benchmark
 
 from qpriv.forecasting.linear import fit_dp_linear, fit_ridge
 from qpriv.forecasting.windows import load_forecasting_data
@@ -27,7 +27,10 @@ def main() -> None:
     parser.add_argument("--unit", default="record", choices=["record", "window"])
     parser.add_argument("--eps", type=float, default=1.0)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    facts = machine_facts()
     data = load_forecasting_data(args.dataset, horizon=args.horizon, data_dir=args.data_dir)
     ridge_s, dp_s = best_seconds_interleaved(
         [lambda: fit_ridge(data),
@@ -35,9 +38,9 @@ def main() -> None:
     print(f"{args.dataset}: {len(data.train)} training windows x {data.n_channels} channels, "
           f"L = {data.seq_len}, H = {data.horizon}; unit {args.unit}, eps {args.eps:g}")
     print(f"ridge (not private) {ridge_s:.3f} s, dp-linear {dp_s:.3f} s")
-    print(json.dumps({"dataset": args.dataset, "unit": args.unit, "eps": args.eps,
-                      "n_windows": len(data.train), "ridge_s": ridge_s, "dp_linear_s": dp_s,
-                      "ratio": dp_s / ridge_s}))
+    print_record("dp_linear_fit", {"dataset": args.dataset, "unit": args.unit, "eps": args.eps,
+                                   "n_windows": len(data.train), "ridge_s": ridge_s,
+                                   "dp_linear_s": dp_s, "ratio": dp_s / ridge_s}, facts)
 
 
 if __name__ == "__main__":

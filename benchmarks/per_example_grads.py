@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds, run_benchmark
+from _timing import best_seconds, machine_facts, print_record, run_benchmark
 
 from qpriv.classification.dpsgd import per_example_gradients
 from qpriv.classification.models import QuantumClassifier
@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    facts = machine_facts()
     total_ours = total_theirs = 0.0
+    settings = []
     print(f"per-example gradients of {args.batch} examples, cross-entropy on <Z_k>/tau, "
           f"K = {N_CLASSES}, {args.threads} thread(s)")
     print(f"{'qubits':>6} {'layers':>6} {'params':>6} {'ours s':>10} {'pennylane s':>12} "
@@ -82,10 +84,14 @@ def main(argv: list[str] | None = None) -> None:
             theirs = best_seconds(theirs_run, max(1, args.repeats // 3))
             total_ours += ours
             total_theirs += theirs
+            settings.append({"qubits": n_qubits, "layers": n_layers, "ours_s": ours,
+                             "pennylane_s": theirs, "ratio": theirs / ours})
             print(f"{n_qubits:>6} {n_layers:>6} {model.circuit.n_parameters:>6} {ours:>10.4f} "
                   f"{theirs:>12.4f} {theirs / ours:>7.1f}x")
     print(f"total: ours {total_ours:.3f} s, pennylane {total_theirs:.3f} s")
     print(f"speed-up (pennylane / ours): {total_theirs / total_ours:.1f}x")
+    print_record("per_example_grads", {"batch": args.batch, "settings": settings,
+                                       "speed_up": total_theirs / total_ours}, facts)
 
 
 if __name__ == "__main__":

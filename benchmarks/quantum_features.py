@@ -1,33 +1,58 @@
-"""Throughput of the LDPT quantum feature path: fast closed form vs slow reference vs the RNG floor.
+"""Throughput of the LDPT quantum feature path against the random-number floor.
 
-Times, in one run and on the same random windows:
+Times, in one run and on the same random windows, in alternation (best of ``--repeats``):
 
-* fast   ``qpriv.quantum.quantum_features`` (closed-form probabilities + guide-table sampler);
+* fast   ``qpriv.quantum.quantum_features`` (closed-form probabilities + the exact sampler of
+         :mod:`qpriv.quantum.shots`: the uniform split into random bytes and the guide table);
+* floor  ``torch.rand``: one uniform number per shot (states x shots) with torch alone, in
+         blocks of 256 states: what any sampler that spends one uniform per shot pays first;
 * slow   ``qpriv.quantum.quantum_features_reference`` (density matrix -> Lindblad propagator ->
-         tr(M_k rho) -> torch.multinomial), the twin the tests check the fast path against;
-* floor  ``torch.rand``: drawing one uniform number per shot (states x shots) with torch alone,
-         in blocks of 256 states.
+         tr(M_k rho) -> torch.multinomial) on ``--slow-states`` windows, for reference only.
+
+Each ratio is taken twice: by wall time and by the calling thread's CPU time (the work is
+single-threaded at ``--threads 1``; on a machine shared with other processes the CPU time is
+the steadier of the two, on an idle one they agree).
 
 It prints states per second for each, the seconds the features of one ETTh1 training epoch
-(8281 windows x 7 channels x 81 tokens) would take, and, last, the speed ratio fast / slow.
-Targets: fast >= 20x slow, and fast time <= 4x floor time.
+(8281 windows x 7 channels x 81 tokens) would take, and the ratio fast time / floor time, at
+each ``--p`` (default: the channel at the paper's eps = 0.1, 1 and 5). The last line is one
+JSON object. Target (issue): fast / floor <= 2.0 at eps = 0.1.
 
-    python benchmarks/quantum_features.py                 # D = 16, 1024 shots, p = 0.9505
-    python benchmarks/quantum_features.py --p 0.03 --threads 2
+Why the floor can be beaten at all, and where it stops. The floor draws 32 random bits per
+shot and converts them to a float. The sampler draws, per row, N_s random bytes (8 bits a shot)
+for the uniform part of the law (at p = 0.95 that is 95 % of the shots) and 30 bits for each
+residual shot, so its random-number cost is about a third of the floor's; what is left is the
+work per shot (one add, one histogram increment, on int32) and the work per row, which does not
+shrink with the shots: the residual's cumulative sums and guide table over K = 256 outcomes, the
+frequencies and the probabilities themselves (O(K) each, against N_s = 1024 shots, so a few
+tenths of the floor). At p = 0.57 and below the residual is too large for the split to pay,
+and every shot is inverted through the guide table (30 random bits, two lookups, one
+comparison): there the sampler stays at 3-4x the floor. Measured (idle machine: to be redone)
+and the numbers of this run are in the JSON line.
+
+    python benchmarks/quantum_features.py                 # D = 16, 1024 shots
+    python benchmarks/quantum_features.py --p 0.9505 --threads 2
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 
 import torch
-from _timing import best_seconds, run_benchmark
+from _timing import (
+    best_seconds,
+    best_seconds_interleaved,
+    machine_facts,
+    print_record,
+    run_benchmark,
+)
 
+from qpriv.privacy.calibration import calibrate
 from qpriv.quantum import quantum_features, quantum_features_reference
 
 ETTH1_EPOCH_STATES = 8281 * 7 * 81
-
-
+DEFAULT_EPS = (0.1, 1.0, 5.0)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,27 +61,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--slow-states", type=int, default=2_000, help="windows for the slow path")
     parser.add_argument("--dim", type=int, default=16, help="window length D (2, 4, 8, 16)")
     parser.add_argument("--shots", type=int, default=1024)
-    parser.add_argument("--p", type=float, default=0.9505, help="depolarizing probability")
+    parser.add_argument("--p", type=float, nargs="+", default=None,
+                        help="depolarizing probabilities (default: the channel at eps 0.1, 1, 5)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    facts = machine_facts()
+    ps = args.p or [calibrate(eps, dim=args.dim).p for eps in DEFAULT_EPS]
     generator = torch.Generator().manual_seed(args.seed)
     windows = torch.randn(args.states, args.dim, generator=generator)
-    slow_windows = windows[: args.slow_states]
-
-    fast = best_seconds(
-        lambda: quantum_features(windows, p=args.p, n_shots=args.shots, generator=generator),
-        args.repeats,
-    )
-    slow = best_seconds(
-        lambda: quantum_features_reference(
-            slow_windows, p=args.p, n_shots=args.shots, generator=generator
-        ),
-        args.repeats,
-    )
     # The floor draws its numbers in blocks of the size the fast sampler works on, so that
     # neither side pays for page faults on one giant allocation.
     rows_per_block = max(1, (1 << 18) // args.shots)
@@ -66,24 +82,34 @@ def main(argv: list[str] | None = None) -> None:
             rows = min(rows_per_block, args.states - start)
             torch.rand(rows, args.shots, generator=generator)
 
-    floor = best_seconds(draw_uniforms, args.repeats)
-
-    rates = {
-        "fast": args.states / fast,
-        "slow": slow_windows.shape[0] / slow,
-        "floor": args.states / floor,
-    }
-    print(
-        f"D = {args.dim}, {args.shots} shots, p = {args.p}, {args.threads} thread(s), "
-        f"{args.states} states (slow path: {slow_windows.shape[0]})"
-    )
-    for name, rate in rates.items():
-        print(
-            f"{name:>5}: {rate:12,.0f} states/s   ETTh1 epoch ({ETTH1_EPOCH_STATES:,} states): "
-            f"{ETTH1_EPOCH_STATES / rate:9.1f} s"
-        )
-    print(f"fast time / floor time: {rates['floor'] / rates['fast']:.2f} (target <= 4)")
-    print(f"fast / slow: {rates['fast'] / rates['slow']:.1f}x (target >= 20)")
+    print(f"D = {args.dim}, {args.shots} shots, {args.threads} thread(s), {args.states} states, "
+          f"load average {facts['load_average_1min']}")
+    results = []
+    for p in ps:
+        runs = [
+            lambda p=p: quantum_features(windows, p=p, n_shots=args.shots, generator=generator),
+            draw_uniforms,
+        ]
+        fast, floor = best_seconds_interleaved(runs, args.repeats)
+        fast_cpu, floor_cpu = best_seconds_interleaved(runs, args.repeats, clock=time.thread_time)
+        slow = best_seconds(lambda p=p: quantum_features_reference(
+            windows[: args.slow_states], p=p, n_shots=args.shots, generator=generator),
+            max(1, args.repeats // 3)) if args.slow_states else float("nan")
+        rates = {"fast": args.states / fast, "floor": args.states / floor,
+                 "slow": args.slow_states / slow}
+        print(f"p = {p:.4f}")
+        for name, rate in rates.items():
+            print(f"  {name:>5}: {rate:12,.0f} states/s   ETTh1 epoch "
+                  f"({ETTH1_EPOCH_STATES:,} states): {ETTH1_EPOCH_STATES / rate:9.1f} s")
+        print(f"  fast time / floor time: {fast / floor:.2f} wall, {fast_cpu / floor_cpu:.2f} "
+              "thread CPU (target <= 2.0)")
+        results.append({"p": p, "fast_over_floor": round(fast / floor, 4),
+                        "fast_over_floor_cpu": round(fast_cpu / floor_cpu, 4),
+                        "fast_states_per_s": round(rates["fast"]),
+                        "floor_states_per_s": round(rates["floor"]),
+                        "slow_states_per_s": round(rates["slow"]) if args.slow_states else None})
+    print_record("quantum_features", {"dim": args.dim, "shots": args.shots,
+                                      "states": args.states, "results": results}, facts)
 
 
 if __name__ == "__main__":

@@ -148,3 +148,15 @@ def test_reference_needs_a_finite_rate_and_states_need_unit_norm() -> None:
     np.testing.assert_allclose(
         outcome_probabilities(torch.full((1, 4), 0.5, dtype=torch.float64), p=0.1).sum(), 1.0
     )
+
+
+def test_frequencies_written_into_a_view_of_a_larger_buffer() -> None:
+    x = windows(6, 16, seed=8).float().reshape(2, 3, 16)
+    alone, _ = quantum_features(x, p=0.95, n_shots=1024, generator=torch.Generator().manual_seed(9))
+    buffer = torch.full((2, 3, 257), 7.0)
+    into, _ = quantum_features(x, p=0.95, n_shots=1024, generator=torch.Generator().manual_seed(9),
+                               out=buffer[..., :256])
+    assert into.data_ptr() == buffer.data_ptr() and torch.equal(into, alone)
+    assert torch.equal(buffer[..., :256], alone) and bool((buffer[..., 256] == 7.0).all())
+    with pytest.raises(InvalidInputError, match="out has shape"):
+        quantum_features(x, p=0.95, n_shots=8, out=torch.empty(2, 3, 255))

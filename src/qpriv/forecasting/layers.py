@@ -61,18 +61,21 @@ class QuantumFeatures(nn.Module):
     def forward(self, tokens: Tensor, generator: torch.Generator) -> Tensor:
         """``tokens (B, C, T, D)`` -> ``qf (B, C, T, D^2 + 1)``, float32, no grad."""
         with torch.no_grad(), torch.autocast(tokens.device.type, enabled=False):
+            dim = tokens.shape[-1]
+            qf = torch.empty(*tokens.shape[:-1], dim * dim + 1, dtype=torch.float32,
+                             device=tokens.device)
             freqs, purity = quantum_features(
                 tokens.float(), p=self.p, n_shots=self.n_shots, generator=generator,
-                stats=self.stats,
+                stats=self.stats, out=qf[..., :-1],
             )
             if self.scale == "centred":
-                dim = tokens.shape[-1]
                 if self.baseline is None:
-                    freqs = freqs.mul_(dim * dim).sub_(1.0)
+                    freqs.mul_(dim * dim).sub_(1.0)
                 else:
-                    freqs = freqs.sub_(self.baseline).mul_(self.gain * dim * dim)
+                    freqs.sub_(self.baseline).mul_(self.gain * dim * dim)
                 purity = purity.mul_(dim).sub_(1.0).div_(dim - 1)
-            return torch.cat([freqs, purity.unsqueeze(-1)], dim=-1)
+            qf[..., -1] = purity
+            return qf
 
     def extra_repr(self) -> str:
         centre = "" if self.baseline is None else f", centred on |r>, gain={self.gain:.4g}"

@@ -160,6 +160,7 @@ def quantum_features(
     n_shots: int | None,
     generator: torch.Generator | None = None,
     stats: FeatureStats | None = None,
+    out: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """SIC-POVM shot frequencies and purity of windows sent through the depolarizing channel.
 
@@ -183,6 +184,9 @@ def quantum_features(
             advances, so every call draws fresh shot noise.
         stats: optional running totals; when given, the number of windows and of zero-norm
             windows is added to it (one host sync per call).
+        out: optional float32 tensor of shape (..., D^2) on the windows' device to write the
+            frequencies into (a view of a larger buffer will do if its leading axes flatten
+            without a copy); it is the returned frequency tensor.
 
     Returns:
         ``(frequencies, purity)``: float32 tensors on the windows' device of shapes (..., D^2)
@@ -195,7 +199,15 @@ def quantum_features(
     batch_shape = windows.shape[:-1]
     n_outcomes = dim * dim
     flat = windows.reshape(-1, dim)
-    out = torch.empty(flat.shape[0], n_outcomes, dtype=torch.float32, device=windows.device)
+    if out is None:
+        out = torch.empty(*batch_shape, n_outcomes, dtype=torch.float32, device=windows.device)
+    elif out.shape != (*batch_shape, n_outcomes) or out.dtype != torch.float32:
+        raise InvalidInputError(
+            f"out has shape {tuple(out.shape)} and dtype {out.dtype}; the frequencies need "
+            f"float32 of shape {(*batch_shape, n_outcomes)}"
+        )
+    frequencies = out
+    out = out.view(-1, n_outcomes)
     zero_total = torch.zeros((), dtype=torch.int64, device=windows.device)
     for start in range(0, flat.shape[0], _ROWS_PER_CHUNK):
         stop = min(start + _ROWS_PER_CHUNK, flat.shape[0])
@@ -213,7 +225,7 @@ def quantum_features(
         stats.n_zero_norm += int(zero_total)
     purity_value = depolarized_pure_purity(p, dim=dim)
     purities = torch.full(batch_shape, purity_value, dtype=torch.float32, device=windows.device)
-    return out.reshape(*batch_shape, n_outcomes), purities
+    return frequencies, purities
 
 
 @torch.no_grad()

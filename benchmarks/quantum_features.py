@@ -18,17 +18,25 @@ It prints states per second for each, the seconds the features of one ETTh1 trai
 each ``--p`` (default: the channel at the paper's eps = 0.1, 1 and 5). The last line is one
 JSON object. Target (issue): fast / floor <= 2.0 at eps = 0.1.
 
-Why the floor can be beaten at all, and where it stops. The floor draws 32 random bits per
-shot and converts them to a float. The sampler draws, per row, N_s random bytes (8 bits a shot)
-for the uniform part of the law (at p = 0.95 that is 95 % of the shots) and 30 bits for each
-residual shot, so its random-number cost is about a third of the floor's; what is left is the
-work per shot (one add, one histogram increment, on int32) and the work per row, which does not
-shrink with the shots: the residual's cumulative sums and guide table over K = 256 outcomes, the
-frequencies and the probabilities themselves (O(K) each, against N_s = 1024 shots, so a few
-tenths of the floor). At p = 0.57 and below the residual is too large for the split to pay,
-and every shot is inverted through the guide table (30 random bits, two lookups, one
-comparison): there the sampler stays at 3-4x the floor. Measured (idle machine: to be redone)
-and the numbers of this run are in the JSON line.
+Why 2x the floor is about where torch's vectorised ops stop (measured, one thread, p = 0.95,
+per block of 256 rows x 1024 shots, thread CPU time, as fractions of the floor's time):
+
+* the random numbers are no longer the cost: the floor draws 32 bits per shot and converts them
+  to floats; the sampler draws N_s bytes per row for the uniform part (95 % of the shots at
+  p = 0.95) and 30 bits per residual shot, 0.17 of the floor;
+* the per-shot work of the uniform part (byte + row offset, the residual shots written over the
+  first M_r bytes, one histogram of the row) is 0.45 of the floor, and the residual shots
+  themselves (guide lookups, crowded cells) 0.45;
+* the per-row work is the rest, about 1.0 of the floor: the minimum, the running sum of q - m
+  in float64, the 2^30 thresholds, the binomial, and the guide table's histogram and running
+  sum over G = 512 cells. With K = 256 outcomes and only N_s = 1024 shots a row (4 a cell),
+  ten vectorised passes over K or G cost as much as two or three over the shots; below 2x
+  needs that per-row work to fall under about half a pass over the row's shots.
+
+Main's sampler (30 bits a shot, all inverted) measured 2.7-3.3x the floor the same way; this
+one 1.8-2.2x (thread CPU 2.09, wall 2.20 in a run at load 3.2 on 2 cores). At p = 0.57 and
+below the residual is too large for the split to pay, every shot is inverted, and the sampler
+stays at 3-4.5x the floor.
 
     python benchmarks/quantum_features.py                 # D = 16, 1024 shots
     python benchmarks/quantum_features.py --p 0.9505 --threads 2

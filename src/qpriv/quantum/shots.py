@@ -132,14 +132,14 @@ class _GuideTable:
         # cell's first integer is the number of thresholds whose first cell is at or before
         # it: a histogram of first cells, summed up.
         first = (thresholds + ((1 << self.shift) - 1)).bitwise_right_shift_(self.shift)
+        # A cell needs more than one comparison only if two thresholds fall in it, that is if
+        # two (consecutive) share a first cell.
+        self.any_crowded = bool((first[:, 1:] == first[:, :-1]).any())
         per_cell = torch.bincount(first.add_(_offsets(n_rows, self.n_cells + 1, device))
                                   .view(-1), minlength=n_rows * (self.n_cells + 1))
-        per_cell = per_cell.view(n_rows, self.n_cells + 1)
-        guide = per_cell[:, : self.n_cells].cumsum(dim=1)
-        self.guide = guide.add_(_offsets(n_rows, n_outcomes, device)).to(torch.int32).view(-1)
-        # A cell needs more than one comparison only if two thresholds fall in it, that is if
-        # two share a first cell.
-        self.any_crowded = bool(per_cell.amax() >= 2)
+        guide = per_cell.view(n_rows, self.n_cells + 1)[:, : self.n_cells].cumsum(
+            dim=1, dtype=torch.int32)
+        self.guide = guide.add_(_offsets(n_rows, n_outcomes, device)).view(-1)
         self.thresholds_minus_one = (thresholds - 1).reshape(-1)
         self.cell_offsets = _offsets(n_rows, self.n_cells, device)
 

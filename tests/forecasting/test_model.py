@@ -81,7 +81,7 @@ def test_the_features_are_fresh_multinomial_shots():
     assert torch.allclose(qf.double().var(0), expected, rtol=0.1)
 
 
-@pytest.mark.parametrize("name", ["ldpt", "dp-input", "classical"])
+@pytest.mark.parametrize("name", ["ldpt", "ldpt-signed", "dp-input", "classical"])
 def test_a_pass_with_noise_drawn_ahead_is_the_inline_pass(name):
     """draw_noise then forward(x, noise) is forward(x) for the same generator state, and the
     generators end in the same state; the drawn noise has the pass's shapes."""
@@ -102,6 +102,8 @@ def test_a_pass_with_noise_drawn_ahead_is_the_inline_pass(name):
             (*tokens, 2 * TINY.d_model), (*tokens, TINY.d_model), (*tokens, TINY.d_model),
             (5, TINY.n_channels, TINY.horizon)]
         assert model.draws_ahead
+    elif name == "ldpt-signed":
+        assert noise.features.shape == (*tokens, model.config.n_features)
     elif name == "dp-input":
         assert noise.input.shape == x.shape and noise.features is None
     else:

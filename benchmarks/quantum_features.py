@@ -33,10 +33,11 @@ per block of 256 rows x 1024 shots, thread CPU time, as fractions of the floor's
   ten vectorised passes over K or G cost as much as two or three over the shots; below 2x
   needs that per-row work to fall under about half a pass over the row's shots.
 
-Main's sampler (30 bits a shot, all inverted) measured 2.7-3.3x the floor the same way; this
-one 1.8-2.2x (thread CPU 2.09, wall 2.20 in a run at load 3.2 on 2 cores). At p = 0.57 and
-below the residual is too large for the split to pay, every shot is inverted, and the sampler
-stays at 3-4.5x the floor.
+Main's sampler (30 bits a shot, all inverted) measured 2.7-3.3x the floor the same way (the
+issue: 2.91x on an idle machine). This one, in the closing run on 2 shared cores at load 0.9,
+50,000 states: 2.04x by wall time and 1.90x by thread CPU time at p = 0.95 (earlier runs at
+load 2-3: 1.8-2.2x); at p = 0.57 and 0.03 the residual is too large for the split to pay,
+every shot is inverted, and it stays at 3.2-4.2x.
 
     python benchmarks/quantum_features.py                 # D = 16, 1024 shots
     python benchmarks/quantum_features.py --p 0.9505 --threads 2

@@ -5,6 +5,11 @@
 classifier killed after their first epoch, and what each gave then (``expected.json``): the
 uninterrupted twin's numbers for the killed runs, and the outputs of ``qpriv audit run`` and
 ``qpriv attack mia``. Resuming the killed runs with this version must give those numbers.
+
+Numbers that depend on LDPT's shots were re-recorded after the exact shot sampler changed (the
+same multinomial law from another stream of random numbers): ``resampled.json``, written by
+``resample.py`` beside the archive. They are compared exactly with it, and with the old numbers
+within the evaluation noise.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from qpriv.training.seeding import derive_seed
 from .test_same_numbers import assert_same_numbers, last_json
 
 ARCHIVE = Path(__file__).parent.parent / "fixtures" / "pre_refactor" / "legacy_runs.tar.gz"
+RESAMPLED = json.loads((ARCHIVE.parent / "resampled.json").read_text())
 TINY = {"dataset": "ETTh1", "method": "ldpt", "epochs": 2, "horizon": 24, "seq_len": 64,
         "max_train_windows": 64, "max_eval_windows": 32, "progress": False, "threads": 1,
         "rigorous": False, "overrides": {"d_model": 16, "n_heads": 2, "d_ff": 32, "n_shots": 64}}
@@ -58,8 +64,9 @@ def test_a_killed_legacy_forecaster_resumes_to_its_uninterrupted_result(legacy, 
     result = run_forecast(eps=0.1, out_dir=legacy / "ldpt-unfinished", resume=True,
                           **{**TINY, "seed": 7})
     assert result["best_epoch"] == 2
-    assert result["mse"] == pytest.approx(expected["ldpt-unfinished"]["mse"], rel=1e-9)
-    assert result["mae"] == pytest.approx(expected["ldpt-unfinished"]["mae"], rel=1e-9)
+    for key in ("mse", "mae"):
+        assert result[key] == pytest.approx(RESAMPLED["ldpt-unfinished"][key], rel=1e-9)
+        assert result[key] == pytest.approx(expected["ldpt-unfinished"][key], rel=0.05)
 
 
 def test_a_killed_legacy_classifier_resumes_to_its_uninterrupted_result(legacy, expected):
@@ -82,7 +89,10 @@ def test_finished_legacy_forecasters_load_and_score_as_recorded(legacy, expected
     assert run.result.mse == pytest.approx(expected[name]["mse"], rel=1e-12)
     metrics = evaluate(run.model, run.data().test, seed=derive_seed(2024, "evaluation"),
                        passes=1, batch_size=256, amp=False)
-    assert metrics["mse"] == pytest.approx(expected[name]["mse"], rel=1e-6)
+    if name in RESAMPLED:  # an LDPT run's test passes draw shots
+        assert metrics["mse"] == pytest.approx(RESAMPLED[name]["mse"], rel=1e-6)
+    assert metrics["mse"] == pytest.approx(expected[name]["mse"],
+                                           rel=0.02 if name in RESAMPLED else 1e-6)
 
 
 @needs_data
@@ -94,9 +104,14 @@ def test_audit_and_attack_of_a_legacy_run_give_the_recorded_numbers(
         legacy, expected, name, argv, capsys, monkeypatch):
     monkeypatch.chdir(legacy)
     assert main([*argv, "--json"]) == 0
+    new = last_json(capsys)
     # recorded on two torch threads, checked on one: float32 sums in another order
-    assert_same_numbers(expected[name], last_json(capsys), rel=1e-6,
-                        abs=1e-8)
+    assert_same_numbers(RESAMPLED[name], new, rel=1e-6, abs=1e-8)
+    if name == "audit-run":  # every audit but Table 3's MSE ladder draws no shots
+        old = {**expected[name], "audits": [a for a in expected[name]["audits"]
+                                            if a["number"] != 5]}
+        assert_same_numbers(old, {**new, "audits": [a for a in new["audits"]
+                                                    if a["number"] != 5]}, rel=1e-6, abs=1e-8)
 
 
 @needs_data

@@ -35,6 +35,12 @@ COMMANDS = {
                             "--eps 3 --epochs 2 --seed 2 --threads 1 --quiet",
 }
 NEEDS_DATA = {"train_classical", "train_ldpt", "train_dpsgd"}
+RESAMPLED = {"train_ldpt"}
+"""Commands whose numbers depend on LDPT's shots. The exact shot sampler changed after the
+restructure (a Binomial(N, w) uniform split before the guide table: the same multinomial law,
+another stream of random numbers), so their scores were re-recorded (``<name>_resampled.json``,
+same command) and every other number is still compared with 9b174a0's."""
+SHOT_DEPENDENT = ("mse", "mae", "val_loss", "history")
 
 #: keys whose values are measured, not computed (times, the machine)
 MEASURED = ("seconds", "train_seconds", "val_seconds", "seconds_per_epoch", "environment")
@@ -78,7 +84,14 @@ def test_command_prints_the_numbers_recorded_before_the_restructure(name, capsys
         pytest.skip("QPRIV_DATA_DIR (the ETT csv files) not set")
     assert main([*shlex.split(COMMANDS[name]), "--json"]) == 0
     old = json.loads((FIXTURES / f"{name}.json").read_text())
-    assert_same_numbers(old, last_json(capsys))
+    new = last_json(capsys)
+    if name not in RESAMPLED:
+        assert_same_numbers(old, new)
+        return
+    # the shots come from another stream: the scores moved, nothing else did
+    assert_same_numbers(json.loads((FIXTURES / f"{name}_resampled.json").read_text()), new)
+    assert_same_numbers({k: v for k, v in old.items() if k not in SHOT_DEPENDENT}, new)
+    assert new["mse"] == pytest.approx(old["mse"], rel=0.05)
 
 
 def test_the_comparison_catches_a_changed_or_missing_number():

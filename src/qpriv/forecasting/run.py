@@ -276,7 +276,9 @@ def run_forecast(
             "accounting": accounting, "delta": delta, "eps": eps,
             "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
-            "train": {k: v for k, v in train_config.as_dict().items() if k != "progress"},
+            # neither the bars nor drawing the noise ahead changes what is computed
+            "train": {k: v for k, v in train_config.as_dict().items()
+                      if k not in ("progress", "draw_ahead")},
         }
         # the file of a named dataset may be found elsewhere on resume (another
         # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so

@@ -68,6 +68,17 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, t
     assert not out.exists()
 
 
+@needs_ett
+def test_dpsgd_linear_on_too_few_windows_is_refused_before_anything_is_written(capsys, tmp_path):
+    out = tmp_path / "run"
+    argv = ["train", "--method", "dpsgd-linear", "--eps", "1", "--max-train-windows", "100",
+            "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "512" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(("method", "argv", "needle"), [
     ("public", ["--unit", "record"], "states no guarantee at a unit you can choose"),
     ("ldpt", ["--unit", "window"], "states no guarantee at a unit you can choose"),

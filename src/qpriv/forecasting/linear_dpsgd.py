@@ -68,13 +68,23 @@ class TrainableLinear(nn.Module):
                                 details=details)
 
 
+def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
+    """The sample rate q and the number of steps of :data:`DEFAULTS` on ``n_train`` windows.
+
+    Raises:
+        InvalidInputError: too few windows for the batch (checked before a run writes
+            anything).
+    """
+    return dpsgd_schedule(n_train=n_train, batch_size=DEFAULTS["batch_size"],
+                          epochs=DEFAULTS["epochs"])
+
+
 def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6, seed: int = 2024,
                      progress: bool = False) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window (module
     docstring); return the model with the best validation MSE and its claim."""
     settings = DEFAULTS
-    q, steps = dpsgd_schedule(n_train=len(data.train), batch_size=settings["batch_size"],
-                              epochs=settings["epochs"])
+    q, steps = dpsgd_linear_schedule(len(data.train))
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=q, steps=steps)
     strategy = DPSGDStrategy(
         clip=settings["clip"], noise_multiplier=sigma, sample_rate=q,

@@ -30,7 +30,7 @@ from qpriv.forecasting.linear import (
     fit_ridge,
     public_forecaster,
 )
-from qpriv.forecasting.linear_dpsgd import fit_dpsgd_linear
+from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import original_units
@@ -102,6 +102,8 @@ def run_linear(
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
             "model": {"family": LINEAR, "spec": asdict(STANDARD_LINEAR)},
         }
+        if method == "dpsgd-linear":
+            dpsgd_linear_schedule(len(data.train))  # too few windows: refused, nothing written
         finished = open_run(out, request, resume=resume,
                             ignore={"source"} if data.dataset in DATASETS else ())
         if finished is not None:

@@ -81,6 +81,9 @@ LINEAR_SEQ_LEN = 336
 """The look-back of the linear family at every budget (its defaults were chosen at L = 336;
 it needs L >= 168)."""
 
+FRONTIER_CSV = "frontier.csv"
+"""The frontier's table, one row per method and eps (what marks a frontier's folder)."""
+
 COVERS = "covers"
 OTHER_UNIT = "other unit"
 FEATURE_PATH = "feature path"
@@ -435,7 +438,7 @@ def frontier_stamp(budget: Budget) -> str:
 def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:
     """``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``stamp``: its budget line) in
     ``where``, each atomically."""
-    files = {"csv": where / "frontier.csv", "markdown": where / "frontier.md",
+    files = {"csv": where / FRONTIER_CSV, "markdown": where / "frontier.md",
              "png": where / "frontier.png"}
     frame = pd.DataFrame(report.rows, columns=list(COLUMNS))
     atomic_write_text(files["csv"], frame.to_csv(index=False))

@@ -40,11 +40,11 @@ import torch
 from markupsafe import Markup, escape
 
 from qpriv.errors import InvalidInputError
-from qpriv.experiments.frontier import FrontierReport, explain
+from qpriv.experiments.frontier import FRONTIER_CSV, FrontierReport, explain
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS
-from qpriv.experiments.runner import epsilon_legend
+from qpriv.experiments.runner import RESULTS_CSV, epsilon_legend
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
@@ -57,8 +57,6 @@ REPORT_FILE = "report.html"
 """The report's file name, written into the directory it reports on."""
 FORECAST_WINDOWS = 3
 """Test windows drawn per channel in the forecast-against-actual plots."""
-FRONTIER_CSV = "frontier.csv"
-RESULTS_CSV = "results.csv"
 
 RUN = "run"
 CLASSIFIER = "classifier"

@@ -44,6 +44,8 @@ from qpriv.runs.layout import CHECKPOINT_FILE, MIA_FILE, RESULT_FILE
 from qpriv.tables import TABLE_WIDTH, format_table
 
 KEYS = ("dataset", "horizon", "method", "eps")
+RESULTS_CSV = "results.csv"
+"""A reproduction's table, one row per cell group (what marks a reproduction's folder)."""
 QUICK_SECONDS_PER_CELL = 20
 """An estimate of one quick cell at one thread on 2 busy CPU cores (an LDPT cell measured
 17 s), for --list."""
@@ -342,7 +344,7 @@ def write_report(report: ExperimentReport, exp: Experiment, where: Path, *,
     import pandas as pd
 
     frame = pd.DataFrame(report.rows, columns=report.columns or None)
-    files = {"csv": where / "results.csv", "markdown": where / "table.md",
+    files = {"csv": where / RESULTS_CSV, "markdown": where / "table.md",
              "json": where / "report.json"}
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report, exp))

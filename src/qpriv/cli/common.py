@@ -56,14 +56,24 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
-def add_executor_flags(parser: argparse.ArgumentParser) -> None:
-    """``--executor local|ray`` and ``--address``: where a grid's cells run."""
+def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
+    """The options every grid command (``qpriv reproduce``, ``qpriv frontier``) takes: where its
+    cells and reports go (default ``out``), the data, threads per cell, ``--executor local|ray``
+    and ``--address`` (where the cells run), ``--quiet`` and ``--json``."""
+    parser.add_argument("--out", type=out_path, default=out,
+                        help="cells and reports go here; finished cells are never recomputed")
+    parser.add_argument("--data-dir", type=existing_path,
+                        help="file or directory holding the datasets")
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
     parser.add_argument("--executor", choices=EXECUTORS, default=EXECUTORS[0],
                         help="local: the cells one after the other here; ray: one Ray task per "
                              "unfinished cell (pip install 'qpriv[ray]')")
     parser.add_argument("--address",
                         help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else "
                              "a local Ray started for the command and stopped after)")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    add_json_flag(parser)
 
 
 def emit_json(payload: dict) -> None:

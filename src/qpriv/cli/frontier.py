@@ -10,11 +10,8 @@ from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
-    add_executor_flags,
-    add_json_flag,
+    add_grid_flags,
     emit_json,
-    existing_path,
-    out_path,
     positive_int,
 )
 from qpriv.errors import InvalidInputError
@@ -52,15 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "(default: the paper's full budget)")
     fr.add_argument("--budget", choices=("full", "quick", "tiny"),
                     help="explicit budget (tiny: the test suite's)")
-    fr.add_argument("--out", type=out_path, default="runs/frontier",
-                    help="cells and reports go here; finished cells are never recomputed")
-    fr.add_argument("--data-dir", type=existing_path,
-                    help="file or directory holding the datasets")
-    fr.add_argument("--threads", type=positive_int, default=1,
-                    help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
-    add_executor_flags(fr)
-    fr.add_argument("--quiet", action="store_true", help="no progress output")
-    add_json_flag(fr)
+    add_grid_flags(fr, out="runs/frontier")
     fr.set_defaults(handler=run)
 
 

@@ -10,12 +10,8 @@ from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
-    add_executor_flags,
-    add_json_flag,
+    add_grid_flags,
     emit_json,
-    existing_path,
-    out_path,
-    positive_int,
 )
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.runner import experiment_list, print_list, run_experiment
@@ -36,15 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--budget", choices=("full", "quick", "tiny"),
                     help="explicit budget (tiny: the test suite's)")
     rp.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the paper's)")
-    rp.add_argument("--out", type=out_path, default="runs/reproduce",
-                    help="cells and reports go here; finished cells are never recomputed")
-    rp.add_argument("--data-dir", type=existing_path,
-                    help="file or directory holding the datasets")
-    rp.add_argument("--threads", type=positive_int, default=1,
-                    help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
-    add_executor_flags(rp)
-    rp.add_argument("--quiet", action="store_true", help="no progress output")
-    add_json_flag(rp)
+    add_grid_flags(rp, out="runs/reproduce")
     rp.set_defaults(handler=run)
 
 

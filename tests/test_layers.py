@@ -1,12 +1,12 @@
 """Imports run one way, bottom to top, and no module reaches back up.
 
 The layers, bottom first: the error types; the shared leaves (tables, progress bars, torch
-threads); ``quantum`` (simulation); ``privacy`` (pure maths and the claim type); ``runs`` (a run
-directory); ``training`` (the one trainer loop); ``forecasting`` and ``classification`` (the
-models, side by side and blind to each other); ``audits`` (they load trained models);
-``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``. An import inside a
-function counts like any other, and none is allowed: a cycle means a concept is in the wrong
-room.
+threads, the allocator setting); ``quantum`` (simulation); ``privacy`` (pure maths and the claim
+type); ``runs`` (a run directory); ``training`` (the one trainer loop); ``forecasting`` and
+``classification`` (the models, side by side and blind to each other); ``audits`` (they load
+trained models); ``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``. An
+import inside a function counts like any other, and none is allowed: a cycle means a concept is
+in the wrong room.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import qpriv
 
 LAYERS = {
     "errors": -1,
-    "tables": 0, "progress": 0, "threads": 0,
+    "tables": 0, "progress": 0, "threads": 0, "allocator": 0,
     "quantum": 1,
     "privacy": 2,
     "runs": 3,

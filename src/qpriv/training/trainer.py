@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
 
+from qpriv.allocator import reusing_freed_memory
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.progress import epoch_bar, epoch_summary
 from qpriv.runs.files import (
@@ -429,8 +430,9 @@ class Trainer:
         draw = self._draw_ahead()
         stream = (draw_ahead(draw, self._fetch(batches)) if draw is not None
                   else ((x, y, None) for x, y in self._fetch(batches)))
-        with epoch_bar(total=len(batches), epoch=epoch, epochs=cfg.epochs,
-                       enabled=cfg.progress) as bar:
+        # each step's buffers are reused by the next, not faulted in again (qpriv.allocator)
+        with reusing_freed_memory(), epoch_bar(total=len(batches), epoch=epoch,
+                                               epochs=cfg.epochs, enabled=cfg.progress) as bar:
             for i, (x, y, noise) in enumerate(stream):
                 self._warm_up(epoch, i, len(batches))
                 ahead = {} if noise is None else {"noise": noise}

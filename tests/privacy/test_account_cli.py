@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 
 import pytest
 
 from qpriv.cli import main
-from qpriv.privacy.claims import COVERS_FEATURES_PER_PASS
+from qpriv.forecasting import rigorous
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy import accounting
+from qpriv.privacy.claims import COVERS_FEATURES_PER_PASS, PrivacyClaim
 
 SMALL = ["--dim", "4", "--shots", "64", "--seq-len", "16", "--epochs", "2", "--restarts", "1"]
 
@@ -82,3 +89,132 @@ def test_account_errors_are_one_line_exit_2(capsys, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+# --- --encoding signed: ldpt-signed's channel, cross-checked against its own run ---------------
+
+SIGNED_TINY = {"seq_len": 48, "horizon": 4, "epochs": 1, "max_train_windows": 32,
+               "max_eval_windows": 16, "progress": False, "threads": 1,
+               "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
+"""A run of ldpt-signed in seconds: tokens of 4 values in an 8-amplitude register, 32 shots."""
+
+SIGNED_ARGS = ["--encoding", "signed", "--dim", "4", "--shots", "32", "--seq-len", "48",
+               "--epochs", "1", "--lower-bound-trials", "0", "--json"]
+"""The same settings on the command line (stride 4, restarts 4 and seed 0 are both defaults)."""
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A fresh accounting cache, so that the run computes its claims rather than reads them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rigorous._cached_summary.cache_clear()
+    yield
+    rigorous._cached_summary.cache_clear()
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                    reason="QPRIV_DATA_DIR (the ETT csv files) not set")
+def test_signed_numbers_are_an_ldpt_signed_runs_own_claims(private_cache, capsys):
+    """Two paths: the run calibrates p (setup_method), then accounts its config at p
+    (rigorous_summary, from the cache key's settings); the command calibrates from --eps and
+    accounts the register, d and token length read off its own ModelConfig."""
+    result = run_forecast(method="ldpt-signed", eps=0.5, **SIGNED_TINY)
+    assert main(["account", "--eps", "0.5", *SIGNED_ARGS]) == 0
+    payload = _last_json(capsys)
+    assert payload["p"] == pytest.approx(result["p"], rel=1e-12)
+    assert payload["paper"]["eps_per_pass"]["value"] == result["eps_per_pass"]["value"] == 0.5
+    rows = {row["unit"]: row for row in payload["rows"]}
+    for unit in rigorous.RIGOROUS_UNITS:
+        claim = PrivacyClaim.from_json(result["rigorous"][f"eps_{unit}"])
+        ours = PrivacyClaim.from_json(rows[unit]["eps"])
+        assert ours.value == pytest.approx(claim.value, rel=1e-6)  # the run keeps p to 12 digits
+        assert (ours.kind, ours.accounting, ours.unit, ours.delta) == (
+            claim.kind, claim.accounting, claim.unit, claim.delta)
+        assert rows[unit]["dim"] == 8 and rows[unit]["d"] == pytest.approx(0.1, rel=1e-12)
+    assert rows["record"]["count"] == 32 * 12 * 4  # shots x n_tokens(4, 4, 48) x 4 values
+    encoding = payload["encoding"]
+    assert (encoding["encoding"], encoding["hilbert_dim"], encoding["token_length"]) == (
+        "signed", 8, 4)
+    assert encoding["reference"] == pytest.approx(2.0 * (2 + math.sqrt(4 - 0.01)) / 0.1)
+    assert payload["assumptions"][0] == encoding["neighbourhood"]
+    assert "proved" in encoding["neighbourhood"] and "RevIN" in encoding["neighbourhood"]
+
+
+def test_signed_target_is_the_rigorous_runs_calibration(capsys):
+    """--target-eps on the signed encoding gives the p that ``--accounting rigorous`` sets for
+    an ldpt-signed run at a record budget (rigorous_setup), here at r = 10 (d = 0.769)."""
+    base = ModelConfig(seq_len=16, dim=2, stride=2, d_model=16, n_shots=16)
+    setup = rigorous.rigorous_setup(
+        setup_method("ldpt-signed", base=base, eps=1.0, overrides={"reference": 10.0}),
+        eps_total=4.0, delta=1e-5, epochs=1)
+    assert main(["account", "--encoding", "signed", "--reference", "10", "--target-eps", "4",
+                 "--dim", "2", "--stride", "2", "--shots", "16", "--seq-len", "16",
+                 "--epochs", "1", "--d-model", "16", "--json"]) == 0
+    payload = _last_json(capsys)
+    assert payload["p"] == pytest.approx(setup.rigorous["p"], rel=1e-12)
+    assert payload["achieved"] == {**setup.rigorous["achieved"],
+                                   "seconds": payload["achieved"]["seconds"]}
+    assert payload["achieved"]["d"] == pytest.approx(4 * 2 * 10 / (4 + 100), rel=1e-12)
+    assert payload["encoding"]["d"] == payload["achieved"]["d"]
+
+
+def test_signed_table_names_the_register_and_the_proved_distance(capsys):
+    assert main(["account", "--encoding", "signed", "--p", "0.9", *SMALL,
+                 "--lower-bound-trials", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "tokens of D = 4 values in a register of 8 amplitudes" in out
+    assert "proved d = 4 c r / (c^2 + r^2) = 0.1" in out
+    assert "one value of a token replaced within [-2, 2]" in out  # the first assumption
+
+
+def test_default_encoding_is_unchanged(capsys):
+    """No --encoding is eq. 2's amplitude encoding at --d (0.1): the library's account at
+    those settings, with no key the signed encoding adds."""
+    argv = ["account", "--eps", "0.1", *SMALL, "--lower-bound-trials", "0", "--json"]
+    assert main(argv) == 0
+    default = _last_json(capsys)
+    assert main([*argv, "--encoding", "amplitude", "--d", "0.1"]) == 0
+    explicit = _last_json(capsys)
+    report = accounting.account(eps_s=0.1, dim=4, d=0.1, n_shots=64, seq_len=16, epochs=2,
+                                restarts=1)
+    assert "encoding" not in default and "token_length" not in default["settings"]
+    assert default["settings"] == explicit["settings"] == report.as_dict()["settings"]
+    assert default["assumptions"] == list(accounting.ASSUMPTIONS)
+    assert default["p"] == explicit["p"] == report.p
+    for ours, again, lib in zip(default["rows"], explicit["rows"], report.rows, strict=True):
+        assert ours["eps"] == again["eps"] == lib.as_dict()["eps"]
+        assert ours["dim"] == 4 and ours["d"] == 0.1
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--encoding", "signed", "--reference", "0"], "--reference (amplitude r of the signed "
+                                                       "encoding) = 0 is outside"),
+        (["--encoding", "signed", "--reference", "-3"], "--reference (amplitude r"),
+        (["--encoding", "signed", "--clip", "0"], "--clip (public range c of the signed "
+                                                  "encoding) = 0 is outside"),
+        (["--encoding", "signed", "--clip", "-1"], "--clip (public range c"),
+        (["--encoding", "signed", "--d", "0.2"], "--d = 0.2 contradicts the signed encoding's "
+                                                 "proved trace distance"),
+        (["--encoding", "signed", "--d", "0.2"], "--reference 39.8997 for d = 0.2"),
+        (["--encoding", "signed", "--reference", "10", "--d", "0.1"], "= 0.769231"),
+        (["--encoding", "signed", "--d", "3"], "omit --d"),
+        (["--encoding", "signed", "--target-eps", "1", "--d", "0.5"], "contradicts"),
+        (["--clip", "1"], "add --encoding signed"),
+        (["--encoding", "signed", "--dim", "12"], "power of two"),
+        (["--encoding", "qubit"], "invalid choice"),
+    ],
+)
+def test_signed_bad_input_is_one_line_exit_2(capsys, argv, needle):
+    assert main(["account", *argv]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err
+    assert captured.out == ""
+
+
+def test_the_proved_distance_given_again_is_accepted(capsys):
+    assert main(["account", "--encoding", "signed", "--d", "0.1", "--p", "0.9", *SMALL,
+                 "--lower-bound-trials", "0", "--json"]) == 0
+    assert _last_json(capsys)["settings"]["d"] == pytest.approx(0.1, rel=1e-12)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
@@ -57,13 +59,36 @@ def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:
     return settings
 
 
-def signed_neighbourhood(config: ModelConfig) -> str:
+def accounted_register(config: ModelConfig) -> dict[str, Any]:
+    """What the accountant reads of ``config``'s encoding, as keyword arguments of
+    :func:`~qpriv.privacy.accounting.account` and
+    :func:`~qpriv.privacy.accounting.rigorous_calibration`: the register's dimension ``dim``,
+    the neighbouring trace distance ``d`` (:attr:`ModelConfig.neighbour_d`: the paper's
+    assumed 0.1 for eq. 2, the proved ``4 c r / (c^2 + r^2)`` for the signed encoding) and the
+    values per token ``token_length`` (None where a token fills the register, as in eq. 2)."""
+    signed = config.encoding == "signed"
+    return {"dim": config.hilbert_dim, "d": config.neighbour_d,
+            "token_length": config.dim if signed else None}
+
+
+SIGNED_SCOPES = {
+    "fixed": "every window and record holding it (normalisation fixed: no other token state "
+             "moves)",
+    "revin": "the token unit only: RevIN's per-window mean and std move every token of a "
+             "window, so at the window and record units the bound does not hold",
+    None: "the token unit, and every window and record holding it where normalisation is "
+          "fixed (--accounting rigorous); with RevIN (ldpt-signed's default) the token unit "
+          "only, as its per-window mean and std move every token of a window",
+}
+"""Where the signed encoding's proved distance holds, by normalisation (None: not known, as
+for ``qpriv account``, which accounts the channel without a run)."""
+
+
+def signed_neighbourhood(config: ModelConfig, *, normalisation_known: bool = True) -> str:
     """The neighbourhood of the signed encoding, in words: the proved worst-case trace
-    distance of one value replaced within the clipping range (and where it stops holding)."""
-    where = ("every window and record holding it (normalisation fixed: no other token state "
-             "moves)" if config.normalisation == "fixed" else
-             "the token unit only: RevIN's per-window mean and std move every token of a "
-             "window, so at the window and record units the bound does not hold")
+    distance of one value replaced within the clipping range (and where it stops holding:
+    at ``config.normalisation``, or both cases where ``normalisation_known`` is False)."""
+    where = SIGNED_SCOPES[config.normalisation if normalisation_known else None]
     return (f"one value of a token replaced within [-{config.clip:g}, {config.clip:g}] (z-score "
             f"units, values clipped there): the signed states psi = (x, r) / ||(x, r)||, "
             f"r = {config.reference_amplitude:.6g}, move by at most d = {config.neighbour_d:.6g} "
@@ -71,6 +96,17 @@ def signed_neighbourhood(config: ModelConfig) -> str:
             f"by x_i = -c -> +c with the other values 0); holds for {where}. The worst-pair "
             "search runs over every pure pair of the register at that d, the encodable ones "
             "among them, so the accounting is an upper bound for this encoding")
+
+
+def encoding_assumptions(config: ModelConfig, assumptions: Sequence[str], *,
+                         normalisation_known: bool = True) -> tuple[str, ...]:
+    """The accountant's ``assumptions`` (:data:`qpriv.privacy.accounting.ASSUMPTIONS`) for
+    ``config``'s encoding: as given for eq. 2; for the signed encoding the first, eq. 2's
+    assumed d, becomes its proved neighbourhood (:func:`signed_neighbourhood`)."""
+    if config.encoding != "signed":
+        return tuple(assumptions)
+    neighbourhood = signed_neighbourhood(config, normalisation_known=normalisation_known)
+    return (neighbourhood, *assumptions[1:])
 
 
 def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
@@ -81,10 +117,9 @@ def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
     settings = _settings(config, epochs=epochs, delta=delta)
     summary = dict(_cached_summary(json.dumps(settings, sort_keys=True), progress))
     if config.encoding == "signed" and "assumptions" in summary:
-        # the first assumption is eq. 2's assumed d; the signed encoding's d is proved, and
-        # each claim names it
+        # the signed encoding's d is proved, and each claim names it
         neighbourhood = signed_neighbourhood(config)
-        summary["assumptions"] = [neighbourhood, *summary["assumptions"][1:]]
+        summary["assumptions"] = list(encoding_assumptions(config, summary["assumptions"]))
         for unit in RIGOROUS_UNITS:
             summary[f"eps_{unit}"] = {**summary[f"eps_{unit}"], "neighbourhood": neighbourhood}
     return {**summary, "covers": covered(config)}
@@ -163,10 +198,8 @@ def rigorous_setup(setup: MethodSetup, *, eps_total: float, delta: float, epochs
             "--accounting rigorous calibrates the channel of an LDPT method with finite shots "
             "(ldpt or an ablation that keeps the channel); this method has none"
         )
-    signed = config.encoding == "signed"
     cal = rigorous_calibration(eps_total=eps_total, delta=delta, unit="record",
-                               dim=config.hilbert_dim, d=config.neighbour_d,
-                               token_length=config.dim if signed else None,
+                               **accounted_register(config),
                                d_model=config.d_model, n_shots=config.n_shots,
                                stride=config.stride, seq_len=config.seq_len, epochs=epochs)
     sigma = cal.sigma if config.injects else config.sigma

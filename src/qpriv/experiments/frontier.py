@@ -83,6 +83,10 @@ it needs L >= 168)."""
 
 FRONTIER_CSV = "frontier.csv"
 """The frontier's table, one row per method and eps (what marks a frontier's folder)."""
+FRONTIER_MD = "frontier.md"
+"""The frontier's table in Markdown, with how to read each row."""
+FRONTIER_PNG = "frontier.png"
+"""The frontier's plot."""
 
 COVERS = "covers"
 OTHER_UNIT = "other unit"
@@ -438,8 +442,8 @@ def frontier_stamp(budget: Budget) -> str:
 def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:
     """``frontier.csv``, ``frontier.md`` and ``frontier.png`` (``stamp``: its budget line) in
     ``where``, each atomically."""
-    files = {"csv": where / FRONTIER_CSV, "markdown": where / "frontier.md",
-             "png": where / "frontier.png"}
+    files = {"csv": where / FRONTIER_CSV, "markdown": where / FRONTIER_MD,
+             "png": where / FRONTIER_PNG}
     frame = pd.DataFrame(report.rows, columns=list(COLUMNS))
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report))

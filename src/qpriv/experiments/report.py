@@ -40,11 +40,22 @@ import torch
 from markupsafe import Markup, escape
 
 from qpriv.errors import InvalidInputError
-from qpriv.experiments.frontier import FRONTIER_CSV, FrontierReport, explain
+from qpriv.experiments.frontier import (
+    FRONTIER_CSV,
+    FRONTIER_MD,
+    FRONTIER_PNG,
+    FrontierReport,
+    explain,
+)
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS
-from qpriv.experiments.runner import RESULTS_CSV, epsilon_legend
+from qpriv.experiments.runner import (
+    FIGURE_PNG,
+    REPORT_JSON,
+    RESULTS_CSV,
+    epsilon_legend,
+)
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
@@ -600,10 +611,10 @@ def frontier_section(where: Path) -> Section:
     """The frontier in ``where``: its plot, its table (what each row's claim is and covers,
     test MSE and MAE with their sd over the seeds), how to read the rows, the settings."""
     _, rows = _csv_rows(where / FRONTIER_CSV)
-    title = _markdown_title(where / "frontier.md", f"Privacy-utility frontier: {where}")
+    title = _markdown_title(where / FRONTIER_MD, f"Privacy-utility frontier: {where}")
     budget = rows[0]["budget"] if rows else where.name
     section = Section(f"{title} (budget {budget})")
-    png = where / "frontier.png"
+    png = where / FRONTIER_PNG
     if png.is_file():
         section.blocks.append(png_figure(
             "Test MSE against eps, one line per method (mean ± sd over the seeds); the public "
@@ -631,7 +642,7 @@ def frontier_section(where: Path) -> Section:
         section.children.append(Section("Settings", blocks=[Bullets(tuple(
             f"{family}: L = {number_text(seq_len)}, {number_text(train)} training windows, "
             f"{number_text(test)} test windows" for family, seq_len, train, test in settings))]))
-    failed = _markdown_section(where / "frontier.md", "Failed cells")
+    failed = _markdown_section(where / FRONTIER_MD, "Failed cells")
     if failed:
         section.children.append(Section("Failed cells", blocks=[Bullets(tuple(failed))]))
     return section
@@ -644,13 +655,13 @@ def reproduce_section(where: Path) -> Section:
     """A reproduction in ``where``: its figure, its table (ours beside the paper's numbers),
     what each epsilon column is, the notes on the paper's numbers and any failed cells."""
     columns, rows = _csv_rows(where / RESULTS_CSV)
-    summary = (read_json_object(where / "report.json", fix=_FIX)
-               if (where / "report.json").is_file() else {})
+    summary = (read_json_object(where / REPORT_JSON, fix=_FIX)
+               if (where / REPORT_JSON).is_file() else {})
     exp_id = str(summary.get("id", where.parent.name))
     exp = EXPERIMENTS.get(exp_id)
     title = f"{exp_id}: {exp.title}" if exp is not None else exp_id
     section = Section(f"{title} (budget {summary.get('budget', where.name)})")
-    figure = where / "figure.png"
+    figure = where / FIGURE_PNG
     if figure.is_file():
         section.blocks.append(png_figure(f"{title}: ours (solid) and the paper's (dashed), "
                                          "where it prints the number", figure.read_bytes()))

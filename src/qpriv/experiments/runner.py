@@ -46,6 +46,12 @@ from qpriv.tables import TABLE_WIDTH, format_table
 KEYS = ("dataset", "horizon", "method", "eps")
 RESULTS_CSV = "results.csv"
 """A reproduction's table, one row per cell group (what marks a reproduction's folder)."""
+TABLE_MD = "table.md"
+"""The table in Markdown, the paper's numbers beside ours."""
+REPORT_JSON = "report.json"
+"""The rows, the failed cells and where the files are (paths of the machine that ran it)."""
+FIGURE_PNG = "figure.png"
+"""The plot of a figure experiment."""
 QUICK_SECONDS_PER_CELL = 20
 """An estimate of one quick cell at one thread on 2 busy CPU cores (an LDPT cell measured
 17 s), for --list."""
@@ -344,14 +350,14 @@ def write_report(report: ExperimentReport, exp: Experiment, where: Path, *,
     import pandas as pd
 
     frame = pd.DataFrame(report.rows, columns=report.columns or None)
-    files = {"csv": where / RESULTS_CSV, "markdown": where / "table.md",
-             "json": where / "report.json"}
+    files = {"csv": where / RESULTS_CSV, "markdown": where / TABLE_MD,
+             "json": where / REPORT_JSON}
     atomic_write_text(files["csv"], frame.to_csv(index=False))
     atomic_write_text(files["markdown"], markdown(report, exp))
     if exp.figure is not None and report.rows:
         buffer = io.BytesIO()
         FIGURES[exp.figure](report.rows, title=exp.title, stamp=stamp, out=buffer)
-        files["figure"] = where / "figure.png"
+        files["figure"] = where / FIGURE_PNG
         atomic_write_bytes(files["figure"], buffer.getvalue())
     report.files = {k: str(v) for k, v in files.items()}
     atomic_write_json(files["json"], report.as_dict())

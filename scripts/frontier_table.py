@@ -1,0 +1,234 @@
+"""The README's "frontier across horizons" table, from the published frontiers and the paper.
+
+Reads every ``results/frontier-<dataset>-H<horizon>-<unit>-linear/frontier.csv`` (published by
+``scripts/publish_results.py`` from ``qpriv frontier --methods dp-linear public ridge``), the
+LDPT paper's numbers (:mod:`qpriv.experiments.paper_numbers`) and our full-budget backbone
+numbers where a full-budget reproduction is published under ``results/`` (Table 3's earlier
+full-budget run otherwise, at ETTh1 H = 24 only), and prints one Markdown table: one row per
+(setting, method), each with the unit its eps is stated at, then one line per setting saying
+whether ``dp-linear`` beats the public floor.
+
+    python scripts/frontier_table.py --results results
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from qpriv.experiments.paper_numbers import PAPER_TABLES
+from qpriv.tables import format_cell, format_table
+
+SETTINGS = (("ETTh1", 24), ("ETTh1", 96), ("ETTh1", 336), ("ETTh1", 720), ("ETTh2", 24))
+EPS = (0.1, 1.0)
+FOLDER = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-(?P<unit>record|window)"
+                    r"-linear$")
+
+UNITS = {
+    "public": "none needed: reads no training data",
+    "ridge": "none (not private)",
+    ("dp-linear", "record"): "record (weights and every forecast)",
+    ("dp-linear", "window"): "window (weights and every forecast)",
+    "ldpt": "token, per pass (feature path: not the targets, not the weights)",
+    "dpsgd": "window (weights)",
+    "classical": "none (not private)",
+}
+"""What each row's eps is stated at (or why it has none)."""
+
+PAPER_SOURCES = {
+    "ldpt": ("table3", "table5", "tableA1"),
+    "dpsgd": ("table3", "table14", "tableA1", "table11", "table12"),
+    "classical": ("table3", "table5", "tableA1"),
+}
+"""Where the paper prints each method's MSE, in the order looked up: the first table with the
+setting is the row's source."""
+ALSO = ("table11", "table12", "tableA4")
+"""Tables whose other numbers for the same cell are listed below the table."""
+
+EARLIER_FULL = {("ETTh1", 24): {("ldpt", 0.1): 0.537, ("dpsgd", 0.1): 0.544,
+                                ("classical", None): 0.325}}
+"""Our full-budget backbone numbers from the earlier full-budget run of Table 3's cells (the
+README's ETTh1 H = 24 table), used where no full-budget reproduction is published yet."""
+QUEUED = {("ETTh1", 24)}
+"""Settings whose backbone cells are being computed at the full budget (Table 3's grid)."""
+PENDING = "being computed"
+NOT_RUN = "not run yet"
+DECIMALS = {"table3": 4, "table11": 4, "table12": 4}
+"""The decimals each table prints (3 where not listed), so that 0.410 is not shown as 0.41."""
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text not in ("", None) else None
+
+
+def frontiers(results: Path) -> dict[tuple[str, int, str], list[dict]]:
+    """The rows of every published linear frontier, by (dataset, horizon, unit)."""
+    found = {}
+    for folder in sorted(results.glob("frontier-*")):
+        match = FOLDER.match(folder.name)
+        if match and (folder / "frontier.csv").is_file():
+            with (folder / "frontier.csv").open(newline="") as handle:
+                found[(match["dataset"], int(match["horizon"]), match["unit"])] = list(
+                    csv.DictReader(handle))
+    return found
+
+
+def full_budget_reproductions(results: Path) -> list[dict]:
+    """The rows of every full-budget reproduction published under ``results`` (its README
+    names the budget)."""
+    rows = []
+    for table in sorted(results.glob("*/results.csv")):
+        readme = table.parent / "README.md"
+        if readme.is_file() and "- budget: `full`" in readme.read_text():
+            with table.open(newline="") as handle:
+                rows += list(csv.DictReader(handle))
+    return rows
+
+
+def _mean_sd(row: dict | None) -> str:
+    if row is None:
+        return PENDING
+    mean, sd = _float(row["mse_mean"]), _float(row["mse_sd"])
+    return format_cell(mean, significant=True) + (
+        "" if sd is None else " ± " + format_cell(sd, 2, significant=True))
+
+
+def _linear(rows: list[dict], method: str, eps: float | None) -> dict | None:
+    return next((r for r in rows if r["method"] == method and _float(r["eps"]) == eps), None)
+
+
+def ours_backbone(reproduced: list[dict], dataset: str, horizon: int, method: str,
+                  eps: float | None) -> str:
+    """Our full-budget test MSE of a backbone method at a setting, or :data:`PENDING`."""
+    for row in reproduced:
+        if (row.get("dataset"), _float(row.get("horizon", "")), row.get("method"),
+                _float(row.get("eps", ""))) == (dataset, horizon, method, eps) and row.get("mse"):
+            return format_cell(float(row["mse"]), significant=True)
+    value = EARLIER_FULL.get((dataset, horizon), {}).get((method, eps))
+    if value is None:
+        return PENDING if (dataset, horizon) in QUEUED else NOT_RUN
+    return f"{value:g}"
+
+
+def paper(dataset: str, horizon: int, method: str, eps: float | None
+          ) -> tuple[str, str] | None:
+    """The paper's MSE of a cell and the table it comes from (None: printed nowhere)."""
+    for table_id in PAPER_SOURCES[method]:
+        table = PAPER_TABLES[table_id]
+        for row in table.rows:
+            if (row.get("dataset"), row.get("horizon"), row.get("method"), row.get("eps")) == (
+                    dataset, horizon, method, eps) and row.get("mse") is not None:
+                return _printed(row, table_id), table_id
+    return None
+
+
+def _printed(row: dict, table_id: str) -> str:
+    """A paper row's MSE (and its "± std") with the decimals its table prints."""
+    digits = DECIMALS.get(table_id, 3)
+    spread = f" ± {row['mse_std']:.{digits}f}" if row.get("mse_std") is not None else ""
+    return f"{row['mse']:.{digits}f}{spread}"
+
+
+def _table_name(table_id: str) -> str:
+    return "Table " + table_id.removeprefix("table")
+
+
+def also(dataset: str, horizon: int, method: str, eps: float | None, source: str | None
+         ) -> list[str]:
+    """Other tables' numbers for the same cell: multi-seed means, and copies that disagree
+    with the source table (a copy that only rounds it is left out)."""
+    shown = None if source is None else next(
+        r["mse"] for r in PAPER_TABLES[source].rows
+        if (r.get("dataset"), r.get("horizon"), r.get("method"), r.get("eps")) == (
+            dataset, horizon, method, eps) and r.get("mse") is not None)
+    notes = []
+    for table_id in ALSO:
+        if table_id == source:
+            continue
+        for row in PAPER_TABLES[table_id].rows:
+            if (row.get("dataset"), row.get("horizon"), row.get("method"), row.get("eps")) == (
+                    dataset, horizon, method, eps) and row.get("mse") is not None:
+                if (row.get("mse_std") is None and shown is not None
+                        and round(row["mse"], 3) == round(shown, 3)):
+                    continue
+                seeds = " (3 seeds)" if row.get("mse_std") is not None else ""
+                notes.append(f"{_table_name(table_id)}: {_printed(row, table_id)}{seeds}")
+    return notes
+
+
+def table(results: Path) -> str:
+    """The Markdown table and the lines under it."""
+    linear = frontiers(results)
+    reproduced = full_budget_reproductions(results)
+    headers = ["dataset, H", "method", "unit (what the eps covers)", "eps",
+               "ours: test MSE", "paper: test MSE (table)"]
+    rows, floors, notes = [], [], []
+    eps_label = " / ".join(f"{e:g}" for e in EPS)
+    for dataset, horizon in SETTINGS:
+        setting = f"{dataset}, {horizon}"
+        record = linear.get((dataset, horizon, "record"), [])
+        window = linear.get((dataset, horizon, "window"), [])
+        either = record or window
+        public, ridge = _linear(either, "public", None), _linear(either, "ridge", None)
+        rows.append([setting, "`public`", UNITS["public"], "-", _mean_sd(public), ""])
+        rows.append([setting, "`ridge`", UNITS["ridge"], "-", _mean_sd(ridge), ""])
+        for unit, frontier_rows in (("record", record), ("window", window)):
+            cells = [_linear(frontier_rows, "dp-linear", e) for e in EPS]
+            rows.append([setting, "`dp-linear`", UNITS[("dp-linear", unit)], eps_label,
+                         " / ".join(_mean_sd(c) for c in cells), ""])
+            if public is not None:
+                floors.append(verdict(setting, unit, float(public["mse_mean"]), cells))
+        for method in ("ldpt", "dpsgd", "classical"):
+            eps_values = EPS if method != "classical" else (None,)
+            ours = " / ".join(ours_backbone(reproduced, dataset, horizon, method, e)
+                              for e in eps_values)
+            printed = [paper(dataset, horizon, method, e) for e in eps_values]
+            sources = sorted({p[1] for p in printed if p}, key=list(PAPER_TABLES).index)
+            theirs = " / ".join(p[0] if p else "not printed" for p in printed)
+            if sources:
+                theirs += " (" + ", ".join(_table_name(s) for s in sources) + ")"
+            else:
+                theirs = "not printed"
+            rows.append([setting, f"`{method}`", UNITS[method],
+                         eps_label if method != "classical" else "-", ours, theirs])
+            for e, p in zip(eps_values, printed, strict=True):
+                extra = also(dataset, horizon, method, e, p[1] if p else None)
+                if extra:
+                    at = "" if e is None else f" at eps {e:g}"
+                    notes.append(f"- {setting}, `{method}`{at}: " + "; ".join(extra))
+    lines = [format_table(headers, rows, markdown=True), "", *floors]
+    if notes:
+        lines += ["", "Other numbers the paper prints for the same cells:", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None]) -> str:
+    """Whether dp-linear at ``unit`` beats the public floor at each eps: below it by more than
+    twice the noise seeds' sd, level with it, or above it."""
+    words = []
+    for eps, cell in zip(EPS, cells, strict=True):
+        if cell is None:
+            words.append(f"eps {eps:g}: {PENDING}")
+            continue
+        mean, sd = float(cell["mse_mean"]), _float(cell["mse_sd"]) or 0.0
+        gap = mean - floor
+        reading = ("beats it" if gap < -2 * sd else "above it" if gap > 2 * sd
+                   else "level with it (within 2 sd)")
+        words.append(f"eps {eps:g}: {reading}, {gap:+.4f}")
+    return f"- {setting}, {unit} unit, against the floor {floor:.4f}: " + "; ".join(words) + "."
+
+
+def main() -> None:
+    """Print the table for the frontiers published under ``--results``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", default="results", type=Path,
+                        help="the folder of published results (default: results)")
+    args = parser.parse_args()
+    print(table(args.results), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""``scripts/publish_results.py``: only a finished grid is published, only its small files are
+copied, the README says how it was made, and a refusal is one line with nothing written."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from qpriv.errors import InvalidInputError
+from qpriv.experiments import publish as pub
+from qpriv.experiments.frontier import run_frontier
+from qpriv.experiments.grid import TINY
+from qpriv.experiments.registry import experiment
+from qpriv.experiments.runner import run_experiment
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "publish_results.py"
+COMMAND = "qpriv reproduce table9 --budget tiny --out runs/tiny"
+
+needs_ett = pytest.mark.skipif(
+    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
+)
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("publish_results", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    """Table 9 (8 cells, each with its attack) and a linear frontier, finished at the tiny
+    budget (about 40 s)."""
+    if not os.environ.get("QPRIV_DATA_DIR"):
+        pytest.skip("QPRIV_DATA_DIR (the ETT csv files) not set")
+    out = tmp_path_factory.mktemp("grid")
+    run_experiment("table9", budget=TINY, out_dir=out, progress=False)
+    run_frontier(unit="record", eps=(0.1, 1.0), methods=("dp-linear", "public", "ridge"),
+                 seeds=2, budget=TINY, out_dir=out, progress=False)
+    return out
+
+
+def _copy(grid: Path, tmp_path: Path) -> Path:
+    """A copy of the finished grid that a test may break, its times kept."""
+    return Path(shutil.copytree(grid, tmp_path / "out"))
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = _script().main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@needs_ett
+def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path, capsys):
+    dest = tmp_path / "results" / "table9"
+    code, out, err = _run(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest),
+                           "--command", COMMAND, "--allow-budget", "tiny"], capsys)
+    assert code == 0 and err == "" and "published reproduce table9 (budget tiny, 8 cells)" in out
+    keys = [cell.key for cell in experiment("table9").cells((2024,))]
+    expected = {"README.md", "results.csv", "table.md",
+                *(f"cells/{k}/{name}" for k in keys for name in ("result.json", "mia.json"))}
+    assert set(pub.published_files(dest)) == expected
+    source = grid / "table9" / "tiny"
+    assert (dest / "results.csv").read_bytes() == (source / "results.csv").read_bytes()
+    assert (grid / "cells" / "tiny" / keys[0] / "best.pt").is_file()  # there, but not copied
+    # no path of this machine: the attack's run folder is named as published
+    attack = json.loads((dest / "cells" / keys[0] / "mia.json").read_text())
+    assert attack["run"] == f"cells/{keys[0]}"
+    for name in pub.published_files(dest):
+        assert str(grid) not in (dest / name).read_text(), name
+    readme = (dest / "README.md").read_text()
+    assert f"command: `{COMMAND}`" in readme
+    assert f"qpriv version: {pub.version()}" in readme
+    assert time.strftime("%Y-%m-%d", time.gmtime()) in readme
+    assert "`tiny`, **not the full budget" in readme and "8 cells" in readme
+    # a second publication replaces the first, leaving no temporary folder beside it
+    assert _run(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest), "--command",
+                 COMMAND, "--allow-budget", "tiny"], capsys)[0] == 0
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["table9"]
+
+
+@needs_ett
+def test_a_frontier_is_published_with_every_cell(grid, tmp_path):
+    source = pub.frontier("ETTh1-H24-record", out_dir=grid, budget="tiny")
+    dest = pub.publish(source, dest=tmp_path / "frontier", command="qpriv frontier ...")
+    files = pub.published_files(dest)
+    assert [f for f in files if "/" not in f] == ["README.md", "frontier.csv", "frontier.md",
+                                                   "frontier.png"]
+    cells = [f for f in files if f.startswith("cells/")]
+    assert len(cells) == 2 * 2 + 2 and all(f.endswith("/result.json") for f in cells)
+    assert "cells/ETTh1-H24-dp-linear-eps0.1-unitrecord-s2025/result.json" in cells
+    assert not any(f.endswith((".npz", ".pt", "config.json")) for f in files)
+
+
+def _refused(argv: list[str], capsys, dest: Path) -> str:
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("publish_results: error: ")
+    assert not dest.exists() and not list(dest.parent.glob(f".{dest.name}*"))
+    return err
+
+
+@needs_ett
+def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, capsys):
+    out = _copy(grid, tmp_path)
+    dest = tmp_path / "results" / "table9"
+    dest.parent.mkdir()
+    argv = ["--out", str(out), "--reproduce", "table9", "--dest", str(dest), "--command",
+            COMMAND]
+    # the full budget is the default: a tiny grid is published only when asked for by name
+    assert "run it at the full budget to the end, or publish a test of the pipeline with " \
+           "--allow-budget tiny" in _refused(argv, capsys, dest)
+    argv += ["--allow-budget", "tiny"]
+    cells = out / "cells" / "tiny"
+    (cells / "ETTh1-H24-dpsgd-eps0.1-s2024" / "mia.json").unlink()
+    assert "1 of 8 cells have no result.json or mia.json (e.g. ETTh1-H24-dpsgd-eps0.1-s2024)" \
+           in _refused(argv, capsys, dest)
+    shutil.rmtree(cells / "ETTh1-H24-classical-s2024")
+    assert "2 of 8 cells" in _refused(argv, capsys, dest)
+    (out / "table9" / "tiny" / "table.md").unlink()
+    assert "table.md is missing" in _refused(argv, capsys, dest)
+
+
+@needs_ett
+def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, capsys):
+    out = _copy(grid, tmp_path)
+    dest = tmp_path / "table9"
+    argv = ["--out", str(out), "--reproduce", "table9", "--dest", str(dest), "--command",
+            COMMAND, "--allow-budget", "tiny"]
+    result = out / "cells" / "tiny" / "ETTh1-H24-classical-s2024" / "result.json"
+    later = time.time() + 60
+    os.utime(result, (later, later))
+    assert "report is older than cell ETTh1-H24-classical-s2024's result" in _refused(
+        argv, capsys, dest)
+    report = out / "table9" / "tiny" / "report.json"
+    data = json.loads(report.read_text())
+    data["failures"] = [{"cell": "ETTh1-H24-classical-s2024", "error": "boom"}]
+    report.write_text(json.dumps(data))
+    assert "1 cells failed (e.g. ETTh1-H24-classical-s2024: boom)" in _refused(
+        argv, capsys, dest)
+
+
+@needs_ett
+def test_a_frontier_with_a_missing_cell_is_refused(grid, tmp_path):
+    out = _copy(grid, tmp_path)
+    (out / "cells" / "tiny" / "ETTh1-H24-ridge-s2024" / "result.json").unlink()
+    with pytest.raises(InvalidInputError, match=r"1 of 6 cells have no result\.json"):
+        pub.frontier("ETTh1-H24-record", out_dir=out, budget="tiny")
+
+
+def test_bad_names_and_destinations_are_refused(tmp_path, capsys):
+    with pytest.raises(InvalidInputError, match="is not DATASET-H<horizon>-<unit>"):
+        pub.frontier("ETTh1-H24-token", out_dir=tmp_path)
+    with pytest.raises(InvalidInputError, match="unknown experiment 'table99'"):
+        pub.reproduction("table99", out_dir=tmp_path)
+    with pytest.raises(InvalidInputError, match="has no full-budget report"):
+        pub.reproduction("table3", out_dir=tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    source = pub.Source(kind="reproduce", name="table1", title="t", budget="full", stamp="s",
+                        out_dir=tmp_path, files=(), cells=(), cell_files=(), finished=0.0)
+    with pytest.raises(InvalidInputError, match="is not a folder this script published"):
+        pub.publish(source, dest=mine, command="qpriv reproduce table1")
+    assert (mine / "notes.txt").read_text() == "keep me"
+
+
+def test_paths_under_out_become_relative_and_others_are_refused(tmp_path):
+    out = tmp_path / "out"
+    data = {"run": str(out / "cells" / "full" / "KEY"), "notes": ["a / b", "/"], "n": 1}
+    assert pub.portable(data, out_dir=out, budget="full", where="x.json") == {
+        "run": "cells/KEY", "notes": ["a / b", "/"], "n": 1}
+    with pytest.raises(InvalidInputError, match=r"x\.json holds the path '/srv/elsewhere/data'"):
+        pub.portable({"source": "/srv/elsewhere/data"}, out_dir=out, budget="full",
+                     where="x.json")

@@ -14,6 +14,24 @@ machine's fp32 matmul throughput measured in the same run. The last line is one 
 Target (issue): ratio <= 1.25 in every round at ``--threads 1`` and ``--threads 2``, with the
 classical step at >= 50 % of the matmul throughput.
 
+Where the time goes (idle 2-core machine, one batch of 64 windows, one thread, noise drawn
+before the step): the classical step 1.05 s, the ldpt step 1.15 s (1.10x: the FLOP ratio is
+1.11, W_proj on the D^2 + 1 = 257 features forward and its weight gradient), the draw of the
+batch's noise 0.48 s (29 million injection normals take 0.12 s of it at torch's fastest, into a
+reused buffer; the shots of the features the rest, see ``benchmarks/quantum_features.py``).
+
+* ``--threads 1``: the draw runs on the second core, beside the step. What is left is the
+  step's 1.10x, the first batch of every epoch (its draw has nothing to overlap: about 0.5 s
+  of a 6-batch epoch here, 0.4 % of a full one of 130 batches) and the two threads sharing the
+  memory system (the step runs about 8 % slower beside the draw). Measured: 1.22-1.38.
+* ``--threads 2``: both cores already run the classical step (3.3-3.9 s an epoch, 1.5-1.8x
+  its one-thread time), so the draw can no longer hide: with perfect packing on two cores the
+  ldpt epoch needs (1.10 x 5.2 + 6 x 0.48) / 2 = 4.3 s, a ratio of at least 1.3 against the
+  best classical epoch, before any contention; three threads on two cores (the step's two
+  OpenMP threads and the draw's) measure 1.8-1.9, and the draw inline 1.9-2.3. Reaching 1.25
+  would need the draw below about 0.4 s a batch *and* perfect packing, or the feature path's
+  work gone from the CPU altogether.
+
     python benchmarks/epoch_cost.py --threads 1
     python benchmarks/epoch_cost.py --threads 2 --no-draw-ahead   # the features inline
 """

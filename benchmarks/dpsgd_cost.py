@@ -18,6 +18,7 @@ import argparse
 import torch
 from _timing import best_seconds_interleaved, machine_facts, print_record, run_benchmark
 
+from qpriv.allocator import reusing_freed_memory
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
@@ -56,8 +57,9 @@ def main() -> None:
     def step(strategy: StepStrategy) -> None:
         strategy.step(model, x, y, optimizer=optimizer, scaler=scaler, amp=False)
 
-    trials = [best_seconds_interleaved([lambda: step(plain), lambda: step(private)],
-                                       args.repeats) for _ in range(args.trials)]
+    with reusing_freed_memory():  # as the trainer runs every step (qpriv.allocator)
+        trials = [best_seconds_interleaved([lambda: step(plain), lambda: step(private)],
+                                           args.repeats) for _ in range(args.trials)]
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch "
           f"{args.batch_size} windows x {data.n_channels} channels, L = {base.seq_len}, "

@@ -7,6 +7,7 @@ of the heap, which the test session's own allocations would leave unknown."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -51,11 +52,15 @@ print(json.dumps(out))
 """
 
 
+def measure(**environment: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", MEASURE], capture_output=True, text=True,
+                          check=True, env={**os.environ, **environment})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
 def faults() -> dict:
-    done = subprocess.run([sys.executable, "-c", MEASURE], capture_output=True, text=True,
-                          check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return measure()
 
 
 def test_a_freed_block_is_reused_inside_and_fresh_pages_come_outside(faults):
@@ -68,3 +73,9 @@ def test_a_freed_block_is_reused_inside_and_fresh_pages_come_outside(faults):
 def test_nested_blocks_restore_only_at_the_outermost(faults):
     assert faults["after_inner"] < PAGES // 20  # still on after the inner block
     assert faults["after_outer"] > PAGES
+
+
+def test_the_environment_can_opt_out():
+    faults = measure(QPRIV_HOLD_FREED_MEMORY="0")
+    assert faults["active"] is False
+    assert faults["inside"] > PAGES // 2  # glibc's defaults throughout

@@ -20,13 +20,15 @@ buffers on the training step's (measured: an LDPT epoch plus its validation peak
 with the setting left on for the whole process, against 2.2 GiB without it). Written by hand
 with ``ctypes`` because no maintained Python package sets these options, and PyTorch's CPU
 tuning advice (jemalloc or tcmalloc through ``LD_PRELOAD``) acts only at process start, which a
-library cannot do. Elsewhere than glibc (macOS, Windows, musl) it does nothing.
+library cannot do. Elsewhere than glibc (macOS, Windows, musl) it does nothing, and a program
+embedding qpriv that wants glibc's defaults throughout sets ``QPRIV_HOLD_FREED_MEMORY=0``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import platform
 from collections.abc import Iterator
 
@@ -34,6 +36,8 @@ M_TRIM_THRESHOLD = -1
 """glibc ``mallopt`` option: free heap top above this many bytes is returned to the system."""
 M_MMAP_MAX = -4
 """glibc ``mallopt`` option: the most blocks served by ``mmap`` at a time (0: none)."""
+OPT_OUT = "QPRIV_HOLD_FREED_MEMORY"
+"""Environment variable: ``0`` leaves the allocator alone."""
 _NEVER_TRIM = 2**31 - 1  # mallopt takes a C int
 _DEFAULTS = ((M_MMAP_MAX, 65536), (M_TRIM_THRESHOLD, 128 * 1024))  # glibc's own
 
@@ -56,9 +60,10 @@ _depth = 0  # nested blocks (a trainer inside another's epoch) restore only at t
 def reusing_freed_memory() -> Iterator[bool]:
     """Inside the block, freed memory stays in the process for reuse (module docstring);
     afterwards glibc's defaults are back and the free memory is returned to the system.
-    Yields whether the setting is in effect (False where the C library is not glibc)."""
+    Yields whether the setting is in effect (False where the C library is not glibc, or
+    where ``QPRIV_HOLD_FREED_MEMORY=0``)."""
     global _depth
-    if _LIBC is None:
+    if _LIBC is None or os.environ.get(OPT_OUT, "").strip() == "0":
         yield False
         return
     if _depth == 0:

@@ -31,7 +31,6 @@ from torch.func import functional_call, grad_and_value, vmap
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
-from qpriv.training.memory import hold_freed_memory
 from qpriv.training.trainer import StepStrategy
 
 
@@ -230,7 +229,6 @@ class DPSGDStrategy(StepStrategy):
     def prepare(self, model: nn.Module, optimizer: torch.optim.Optimizer, *, n_train: int,
                 batch_size: int) -> tuple[nn.Module, torch.optim.Optimizer]:
         self._n_train = n_train
-        hold_freed_memory()  # the per-window gradient buffers are reused, not re-mapped
         return model, optimizer
 
     def state_dict(self) -> dict:

@@ -27,7 +27,7 @@ from qpriv.experiments.frontier import (
     role_of,
     run_frontier,
 )
-from qpriv.experiments.grid import QUICK, TINY
+from qpriv.experiments.grid import FULL, QUICK, TINY
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -207,3 +207,14 @@ def test_the_figure_has_one_log_axis_labelled_points_and_its_budget():
     assert stamp == ("budget quick: 1 epoch, 256 training windows, 128 evaluation windows, "
                      "L = 336; linear family: L = 336, every training window")
     assert [t.get_text() for t in fig.texts if t.get_text().startswith("budget")] == [stamp]
+
+
+def test_the_budget_line_names_only_the_families_on_the_frontier():
+    backbone = "budget full: the method's epochs (20), every training window, every evaluation "
+    assert frontier.frontier_stamp(FULL, methods=["dp-linear", "public", "ridge"]) == (
+        "budget full: linear family: L = 336, every training window")
+    assert frontier.frontier_stamp(FULL, methods=["ldpt", "classical"]).startswith(backbone)
+    assert "linear family" not in frontier.frontier_stamp(FULL, methods=["ldpt", "classical"])
+    both = frontier.frontier_stamp(FULL, methods=["dp-linear", "dpsgd"])
+    assert both.startswith(backbone) and both.endswith("linear family: L = 336, every "
+                                                       "training window")

@@ -147,8 +147,14 @@ def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
             ax.errorbar(eps, mse, yerr=sd, fmt="o-", color=f"C{colour}", capsize=3, lw=1.8,
                         label=label)
             for x, y in zip(eps, mse, strict=True):
-                ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points", xytext=(0, -13),
-                            ha="center", fontsize=7, color=f"C{colour}")
+                # beside the point (left of the last, inside the axes), on a white ground:
+                # clear of its error bar, and readable where the point sits on the floor's line
+                last = x == max(eps)
+                ax.annotate(f"{y:.3g}", (x, y), textcoords="offset points",
+                            xytext=(-7 if last else 7, -3), ha="right" if last else "left",
+                            va="top", fontsize=7, color=f"C{colour}", zorder=5,
+                            bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none",
+                                  "alpha": 0.85})
             colour += 1
         else:
             style = "s--" if first["covers_weights"] else "^:"

@@ -353,7 +353,7 @@ def run_frontier(
                             rows=rows, failures=failures,
                             seconds=time.perf_counter() - started)
     write_frontier(report, out / f"{dataset}-H{horizon}-{unit}" / budget.name,
-                   stamp=frontier_stamp(budget))
+                   stamp=frontier_stamp(budget, methods=methods))
     return report
 
 
@@ -430,13 +430,21 @@ def title_of(report: FrontierReport) -> str:
             f"({delta}); budget {report.budget}")
 
 
-def frontier_stamp(budget: Budget) -> str:
+def frontier_stamp(budget: Budget, *, methods: Sequence[str] | None = None) -> str:
     """The budget line of ``frontier.png``: the backbone's budget and the linear family's
-    look-back and windows (:func:`linear_settings`)."""
+    look-back and windows (:func:`linear_settings`), each only where ``methods`` (default: any)
+    has a method of that family, so that a closed-form frontier does not describe training it
+    never did."""
+    families = None if methods is None else {method(name).family for name in methods}
     linear = linear_settings(budget)
     train = ("every training window" if linear["max_train_windows"] is None
              else f"{linear['max_train_windows']} training windows")
-    return f"{budget_stamp(budget)}; linear family: L = {linear['seq_len']}, {train}"
+    linear_part = f"linear family: L = {linear['seq_len']}, {train}"
+    if families is not None and families == {LINEAR}:
+        return f"budget {budget.name}: {linear_part}"
+    if families is not None and LINEAR not in families:
+        return budget_stamp(budget)
+    return f"{budget_stamp(budget)}; {linear_part}"
 
 
 def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:

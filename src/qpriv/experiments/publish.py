@@ -263,8 +263,9 @@ def frontier(name: str, *, out_dir: str | Path, budget: str = FULL.name) -> Sour
     finished = _finished(files, cells, (RESULT_FILE,), what=f"frontier {name}", rerun=rerun)
     return Source(kind="frontier", name=name,
                   title=f"Privacy-utility frontier: {dataset}, H = {horizon}, {unit} unit",
-                  budget=budget, stamp=frontier_stamp(chosen), out_dir=out, files=tuple(files),
-                  cells=tuple(cells), cell_files=(RESULT_FILE,), finished=finished)
+                  budget=budget, stamp=frontier_stamp(chosen, methods=methods), out_dir=out,
+                  files=tuple(files), cells=tuple(cells), cell_files=(RESULT_FILE,),
+                  finished=finished)
 
 
 # -- writing ---------------------------------------------------------------------------------

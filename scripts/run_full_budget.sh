@@ -37,6 +37,14 @@ forecasting() {
             frontier --dataset ETTh1 --horizon 24 --unit "$unit" --out "$OUT" --threads 1
     done
     grid table9 reproduce table9 reproduce table9 --out "$OUT" --threads 1
+    # the frontier table's other settings: 9 transformer cells each (about 1-2 h a cell)
+    for setting in "ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24"; do
+        set -- $setting
+        for unit in record window; do
+            grid "frontier-$1-H$2-$unit" frontier "$1-H$2-$unit" \
+                frontier --dataset "$1" --horizon "$2" --unit "$unit" --out "$OUT" --threads 1
+        done
+    done
 }
 
 classifiers() {

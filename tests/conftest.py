@@ -7,6 +7,7 @@ import sys
 import pytest
 import torch
 
+from qpriv.forecasting import rigorous
 from qpriv.forecasting.datasets import DATA_DIR_ENV, cache_dir
 from qpriv.forecasting.run import run_forecast
 
@@ -96,3 +97,13 @@ def terminal(monkeypatch):
         return stream
 
     return install
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """A fresh rigorous-accounting cache, so that a test computes the claims rather than reads
+    a stale answer (on disk or in memory)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rigorous._cached_summary.cache_clear()
+    yield
+    rigorous._cached_summary.cache_clear()

@@ -18,13 +18,7 @@ TINY = {"seq_len": 48, "horizon": 4, "epochs": 1, "max_train_windows": 32,
         "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """A fresh accounting cache, so the test computes rather than reads a stale answer."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    from qpriv.forecasting import rigorous
-
-    rigorous._cached_summary.cache_clear()
+pytestmark = pytest.mark.usefixtures("private_cache")  # tests/conftest.py
 
 
 def test_paper_run_carries_the_rigorous_accounting_beside(tmp_path):

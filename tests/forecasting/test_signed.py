@@ -124,13 +124,6 @@ def test_the_accountant_counts_tokens_of_16_values_in_32_amplitudes() -> None:
     assert acc.composition_plan("record", dim=32).count == 1024 * 77 * 32 * 20  # if unsplit
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    rigorous._cached_summary.cache_clear()
-    yield
-    rigorous._cached_summary.cache_clear()
-
 
 def test_rigorous_claims_are_the_accountant_at_the_proved_distance(private_cache) -> None:
     config = setup_method("ldpt-signed", base=TINY, eps=1.0,

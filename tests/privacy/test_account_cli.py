@@ -103,14 +103,6 @@ SIGNED_ARGS = ["--encoding", "signed", "--dim", "4", "--shots", "32", "--seq-len
 """The same settings on the command line (stride 4, restarts 4 and seed 0 are both defaults)."""
 
 
-@pytest.fixture
-def private_cache(tmp_path, monkeypatch):
-    """A fresh accounting cache, so that the run computes its claims rather than reads them."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    rigorous._cached_summary.cache_clear()
-    yield
-    rigorous._cached_summary.cache_clear()
-
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
                     reason="QPRIV_DATA_DIR (the ETT csv files) not set")

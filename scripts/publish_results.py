@@ -68,8 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"publish_results: error: {err}", file=sys.stderr)
         return 2
     written = summary(dest)
-    print(f"published {source.kind} {source.name} (budget {source.budget}, {len(source.cells)} "
-          f"cells) to {dest}: {written['files']} files, {written['bytes'] / 1e3:.0f} kB")
+    cells = f", {len(source.cells)} cells" if source.cells else ""
+    print(f"published {source.kind} {source.name} (budget {source.budget}{cells}) to {dest}: "
+          f"{written['files']} files, {written['bytes'] / 1e3:.0f} kB")
     return 0
 
 

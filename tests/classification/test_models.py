@@ -1,4 +1,4 @@
-"""The classifiers: parameter counts, vmap per-example gradients vs a loop, Lipschitz constant."""
+"""The classifiers: parameter counts, per-example gradients vs a loop, Lipschitz constant."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from qpriv.classification.models import (
     count_parameters,
 )
 from qpriv.errors import InvalidInputError
+from qpriv.training.dpsgd import per_sample_gradient_dict
 
 
 def test_parameter_counts() -> None:
@@ -44,7 +45,7 @@ def models_and_inputs():
 
 
 @pytest.mark.parametrize("index", range(4), ids=["mlp", "lipschitz", "quantum", "cnn"])
-def test_vmap_per_example_gradients_equal_a_loop(index: int) -> None:
+def test_per_example_gradients_equal_a_loop(index: int) -> None:
     _, model, x = models_and_inputs()[index]
     y = torch.tensor([0, 1, 2, 3, 0, 1])
     model.train()
@@ -53,6 +54,37 @@ def test_vmap_per_example_gradients_equal_a_loop(index: int) -> None:
     assert fast.shape == (6, count_parameters(model))
     torch.testing.assert_close(fast, slow, atol=2e-5, rtol=1e-4)
     assert float(fast.norm(dim=1).min()) > 0  # every parameter group receives gradient
+
+
+class VmapOnly(torch.nn.Module):
+    """The classifier without ``forward_per_sample``: its gradients come from vmap of grad."""
+
+    def __init__(self, model: QuantumClassifier) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor, readout_noise: torch.Tensor | None = None):
+        return self.model(x, readout_noise=readout_noise)
+
+
+def test_the_circuits_per_example_weights_give_vmaps_gradients_and_losses() -> None:
+    g = torch.Generator().manual_seed(5)
+    model = QuantumClassifier(n_features=12, n_classes=3, n_layers=4, tau=0.5,
+                              depolarizing=0.2, generator=g).double()
+    x = torch.randn(9, 12, generator=g, dtype=torch.float64)
+    y = torch.randint(0, 3, (9,), generator=g)
+    noise = {"readout_noise": 0.1 * torch.randn(9, 3, generator=g, dtype=torch.float64)}
+    kwargs = {"loss_fn": torch.nn.functional.cross_entropy, "sample_kwargs": noise}
+    fast, fast_losses = per_sample_gradient_dict(model, x, y, **kwargs)
+    slow, slow_losses = per_sample_gradient_dict(VmapOnly(model), x, y, **kwargs)
+    torch.testing.assert_close(fast["weights"], slow["model.weights"], atol=1e-12, rtol=0)
+    torch.testing.assert_close(fast_losses, slow_losses, atol=1e-14, rtol=0)
+    chunked, chunked_losses = per_sample_gradient_dict(model, x, y, chunk_size=4, **kwargs)
+    torch.testing.assert_close(chunked["weights"], fast["weights"], atol=1e-14, rtol=0)
+    torch.testing.assert_close(chunked_losses, fast_losses, atol=0, rtol=0)
+    empty, empty_losses = per_sample_gradient_dict(model, x[:0], y[:0], **{
+        **kwargs, "sample_kwargs": {"readout_noise": noise["readout_noise"][:0]}})
+    assert empty["weights"].shape == (0, 4, 4, 3) and empty_losses.shape == (0,)
 
 
 def test_lipschitz_mlp_is_c_lipschitz_in_its_input() -> None:

@@ -165,6 +165,19 @@ def test_vmap_gradients_equal_a_loop_of_autograd_calls() -> None:
         torch.testing.assert_close(fast[i], slow, atol=1e-12, rtol=0)
 
 
+def test_per_example_weights_run_each_state_through_its_own_circuit() -> None:
+    circuit = VariationalCircuit(n_qubits=3, n_layers=2, n_readout=2)
+    weights = torch.stack([circuit.init_weights(generator=torch.Generator().manual_seed(s),
+                                                dtype=torch.float64) for s in range(4)])
+    psi, _ = amplitude_encode(random_inputs(4, 8, seed=7))
+    got = circuit.state(psi, weights).numpy()
+    for i in range(4):
+        np.testing.assert_allclose(got[i], dense_circuit(weights[i].numpy(), 3) @ psi[i].numpy(),
+                                   atol=1e-13)
+    with pytest.raises(InvalidInputError, match="one such set per input state"):
+        circuit.state(psi[:3], weights)
+
+
 def test_float32_weights_simulate_in_complex64() -> None:
     circuit = VariationalCircuit(n_qubits=2, n_layers=1, n_readout=1)
     weights = circuit.init_weights(generator=torch.Generator().manual_seed(0))

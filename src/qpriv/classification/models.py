@@ -316,6 +316,18 @@ class QuantumClassifier(nn.Module):
             e = e + readout_noise
         return e / self.tau
 
+    def forward_per_sample(self, x: Tensor, parameters: dict[str, Tensor],
+                           readout_noise: Tensor | None = None) -> Tensor:
+        """The logits of example i under its own copy of the angles, ``parameters["weights"]``
+        (B, L, n, 3): example i's outputs depend on row i alone, so the gradient of the summed
+        losses with respect to row i is example i's gradient
+        (:func:`qpriv.training.dpsgd.per_sample_gradient_dict` uses this instead of vmap)."""
+        e = self.circuit.expectations(self.encode(x), parameters["weights"],
+                                      depolarizing=self.depolarizing)
+        if readout_noise is not None:
+            e = e + readout_noise
+        return e / self.tau
+
     @torch.no_grad()
     def draw_readout_noise(
         self, x: Tensor, *, generator: torch.Generator | None = None

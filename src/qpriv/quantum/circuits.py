@@ -222,15 +222,22 @@ class VariationalCircuit:
         return 2 * math.pi * torch.rand(self.weight_shape, generator=generator, dtype=dtype)
 
     def state(self, psi: Tensor, weights: Tensor) -> Tensor:
-        """U(theta) |psi> for input states ``psi`` (B, D) (real or complex): complex (B, D)."""
+        """U(theta) |psi> for input states ``psi`` (B, D) (real or complex): complex (B, D).
+
+        ``weights`` is (L, n, 3), one circuit for every state, or (B, L, n, 3), state i run
+        through the circuit of ``weights[i]`` (the per-example weights whose gradients are the
+        per-example gradients, :meth:`qpriv.classification.models.QuantumClassifier.
+        forward_per_sample`).
+        """
         self._check(psi, weights)
         state = psi.to(_complex_dtype(weights.dtype))
         perm = self._perm.to(psi.device)
-        gates = rot_matrices(weights)  # (L, n, 2, 2)
+        gates = rot_matrices(weights)  # (L, n, 2, 2) or (B, L, n, 2, 2)
+        per_example = weights.ndim == 4
         for layer in range(self.n_layers):
             for wire in range(self.n_qubits):
-                state = apply_one_qubit(state, gates[layer, wire], wire=wire,
-                                        n_qubits=self.n_qubits)
+                gate = gates[:, layer, wire] if per_example else gates[layer, wire]
+                state = apply_one_qubit(state, gate, wire=wire, n_qubits=self.n_qubits)
             if self.n_qubits > 1:
                 state = state[:, perm]
         return state
@@ -265,10 +272,11 @@ class VariationalCircuit:
         return [z] * self.n_readout
 
     def _check(self, psi: Tensor, weights: Tensor) -> None:
-        if tuple(weights.shape) != self.weight_shape:
+        if tuple(weights.shape[-3:]) != self.weight_shape or weights.ndim not in (3, 4) or (
+                weights.ndim == 4 and weights.shape[0] != psi.shape[0]):
             raise InvalidInputError(
                 f"weights have shape {tuple(weights.shape)}; this circuit needs "
-                f"{self.weight_shape} (layers, qubits, 3)"
+                f"{self.weight_shape} (layers, qubits, 3), or one such set per input state"
             )
         if psi.ndim != 2 or psi.shape[-1] != self.dim:
             raise InvalidInputError(

@@ -1,7 +1,8 @@
 """DP-SGD (Abadi et al. 2016) as pieces shared by every private trainer in qpriv.
 
 - :func:`per_sample_gradients`: the gradient of each sample's loss, ``torch.func`` vmap of grad
-  over the batch, flattened to ``(B, P)``. For the forecaster a sample is a window (all channels
+  over the batch (or one backward pass through per-sample weight copies, for a model that can
+  run them: the quantum classifier), flattened to ``(B, P)``. For the forecaster a sample is a window (all channels
   of it): the model keeps the window as the leading axis of every tensor, so nothing is ever
   clipped per (window, channel) pair, which would divide the effective noise by the channel
   count (the trap of Opacus's hooks on a channel-independent reshape).
@@ -53,10 +54,21 @@ def per_sample_gradient_dict(
 
     ``sample_kwargs`` are per-sample keyword tensors (leading axis B) passed to the model
     (e.g. a classifier's sampled read-out noise), each as a batch of one.
+
+    A model with ``forward_per_sample(x, parameters, **sample_kwargs)`` (outputs of example i
+    under its own copy ``parameters[name][i]`` of every trainable tensor, and of nothing else)
+    gets its per-sample gradients from one ordinary backward pass through those copies instead
+    of vmap: the same numbers, without vmap's per-operation cost, which dominates a small
+    statevector circuit (benchmarks/per_example_grads.py). torch's own expanded-weights
+    (``torch.nn.utils._per_sample_grad``) covers only its built-in layer kinds, not a circuit.
     """
     params = trainable_parameters(model)
     if not params:
         raise InvalidInputError("the model has no trainable parameters")
+    if hasattr(model, "forward_per_sample"):
+        return _expanded_weights_gradients(model, params, x, y, loss_fn=loss_fn,
+                                           sample_kwargs=sample_kwargs or {},
+                                           chunk_size=chunk_size)
     names = list(sample_kwargs or {})
 
     def loss(p: dict[str, Tensor], xi: Tensor, yi: Tensor, *extra: Tensor) -> Tensor:
@@ -71,6 +83,38 @@ def per_sample_gradient_dict(
         return vmap(grad_and_value(loss), in_dims=in_dims, chunk_size=chunk_size)(
             params, x, y, *extras
         )
+
+
+def _expanded_weights_gradients(
+    model: nn.Module, params: dict[str, Tensor], x: Tensor, y: Tensor, *,
+    loss_fn: Callable[[Tensor, Tensor], Tensor], sample_kwargs: Mapping[str, Tensor],
+    chunk_size: int | None,
+) -> tuple[dict[str, Tensor], Tensor]:
+    """:func:`per_sample_gradient_dict` for a model with ``forward_per_sample``: each example
+    gets its own leaf copy of the parameters, and d(sum_i loss_i) / d(copy_i) is example i's
+    gradient because loss_i reads copy i alone."""
+    step = chunk_size if chunk_size else x.shape[0]
+    grads: dict[str, list[Tensor]] = {name: [] for name in params}
+    losses = []
+
+    def one(output: Tensor, target: Tensor) -> Tensor:
+        return loss_fn(output[None], target[None])
+
+    for start in range(0, x.shape[0], max(step, 1)):
+        xb, yb = x[start:start + step], y[start:start + step]
+        copies = {name: p.expand(xb.shape[0], *p.shape).clone().requires_grad_(True)
+                  for name, p in params.items()}
+        kwargs = {name: value[start:start + step] for name, value in sample_kwargs.items()}
+        with torch.enable_grad():
+            chunk_losses = vmap(one)(model.forward_per_sample(xb, copies, **kwargs), yb)
+            chunk_grads = torch.autograd.grad(chunk_losses.sum(), list(copies.values()))
+        for name, g in zip(copies, chunk_grads, strict=True):
+            grads[name].append(g)
+        losses.append(chunk_losses.detach())
+    if not losses:  # an empty batch: empty gradients, as vmap gives
+        return ({name: p.new_zeros((0, *p.shape)) for name, p in params.items()},
+                x.new_zeros(0))
+    return {name: torch.cat(parts) for name, parts in grads.items()}, torch.cat(losses)
 
 
 def per_sample_gradients(

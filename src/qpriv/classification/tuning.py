@@ -31,7 +31,6 @@ from qpriv.classification.data import VALIDATION_FRACTION
 from qpriv.classification.run import check_out_dir, train_classifier
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.runs.cache import cached_json
-from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import TUNING_FILE
 
 LR_FACTORS = (0.1, 0.3, 1.0, 3.0)
@@ -131,11 +130,3 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
 
     return cached_json(kept, tune, damaged="refuse", fix="delete it to tune again",
                        valid=same_grid, reuse=resume)
-    arguments = {**arguments, "diagnostics": False, "unclipped_reference": False,
-                 "out_dir": None}
-    trials = [(lr, train_classifier(**arguments, lr=lr, validation=validation))
-              for lr in rates]
-    record = tuning_record(trials, validation=validation)
-    if kept is not None:
-        atomic_write_json(kept, record)
-    return record

@@ -14,7 +14,7 @@ from qpriv.classification.models import (
     count_parameters,
 )
 from qpriv.errors import InvalidInputError
-from qpriv.training.dpsgd import per_sample_gradient_dict
+from qpriv.training.dpsgd import per_sample_gradient_dict, runs_per_sample_weights
 
 
 def test_parameter_counts() -> None:
@@ -82,9 +82,28 @@ def test_the_circuits_per_example_weights_give_vmaps_gradients_and_losses() -> N
     chunked, chunked_losses = per_sample_gradient_dict(model, x, y, chunk_size=4, **kwargs)
     torch.testing.assert_close(chunked["weights"], fast["weights"], atol=1e-14, rtol=0)
     torch.testing.assert_close(chunked_losses, fast_losses, atol=0, rtol=0)
+    with pytest.raises(InvalidInputError, match="chunk_size"):
+        per_sample_gradient_dict(model, x, y, chunk_size=0, **kwargs)
     empty, empty_losses = per_sample_gradient_dict(model, x[:0], y[:0], **{
         **kwargs, "sample_kwargs": {"readout_noise": noise["readout_noise"][:0]}})
     assert empty["weights"].shape == (0, 4, 4, 3) and empty_losses.shape == (0,)
+
+
+class Doubled(QuantumClassifier):
+    """A subclass that changes ``forward`` alone: its gradients must be those of its forward."""
+
+    def forward(self, x: torch.Tensor, readout_noise: torch.Tensor | None = None):
+        return 2 * super().forward(x, readout_noise)
+
+
+def test_a_subclass_that_changes_forward_alone_gets_its_own_gradients() -> None:
+    model = Doubled(n_features=16, n_classes=4, n_layers=2,
+                    generator=torch.Generator().manual_seed(1))
+    x, y = torch.randn(5, 16), torch.tensor([0, 1, 2, 3, 0])
+    assert not runs_per_sample_weights(model)
+    assert runs_per_sample_weights(QuantumClassifier(n_features=16, n_classes=4, n_layers=2))
+    torch.testing.assert_close(per_example_gradients(model, x, y),
+                               per_example_gradients_loop(model, x, y), atol=2e-5, rtol=1e-4)
 
 
 def test_lipschitz_mlp_is_c_lipschitz_in_its_input() -> None:

@@ -3,7 +3,8 @@
 The update of the private-training paper (section 3.1, steps 1-5; Abadi et al. 2016, "Deep
 Learning with Differential Privacy", Algorithm 1):
 
-1. draw a batch B; compute every per-example gradient g_i (``torch.func``: vmap of grad);
+1. draw a batch B; compute every per-example gradient g_i (``torch.func``: vmap of grad, or
+   the quantum classifier's per-example copies of its angles);
 2. optionally add pre-clipping noise g_i + N(0, s^2 I) (the symmetrisation the paper cites);
 3. clip, c_i = g_i min(1, C / ||g_i||);
 4. sum, add N(0, sigma^2 C^2 I), divide by the batch size (by the expected size qN under
@@ -77,7 +78,7 @@ def per_example_gradients(
 ) -> Tensor:
     """Gradients of the per-example cross-entropy, flattened: (B, P) float32.
 
-    :func:`qpriv.training.dpsgd.per_sample_gradients` (vmap of grad) with the cross-entropy;
+    :func:`qpriv.training.dpsgd.per_sample_gradients` with the cross-entropy;
     ``readout_noise`` (B, K) is passed to models with sampled read-out.
     """
     extra = None if readout_noise is None else {"readout_noise": readout_noise}

@@ -311,10 +311,7 @@ class QuantumClassifier(nn.Module):
                                          depolarizing=self.depolarizing)
 
     def forward(self, x: Tensor, readout_noise: Tensor | None = None) -> Tensor:
-        e = self.expectations(x)
-        if readout_noise is not None:
-            e = e + readout_noise
-        return e / self.tau
+        return self._logits(x, self.weights, readout_noise)
 
     def forward_per_sample(self, x: Tensor, parameters: dict[str, Tensor],
                            readout_noise: Tensor | None = None) -> Tensor:
@@ -322,8 +319,11 @@ class QuantumClassifier(nn.Module):
         (B, L, n, 3): example i's outputs depend on row i alone, so the gradient of the summed
         losses with respect to row i is example i's gradient
         (:func:`qpriv.training.dpsgd.per_sample_gradient_dict` uses this instead of vmap)."""
-        e = self.circuit.expectations(self.encode(x), parameters["weights"],
-                                      depolarizing=self.depolarizing)
+        return self._logits(x, parameters["weights"], readout_noise)
+
+    def _logits(self, x: Tensor, weights: Tensor, readout_noise: Tensor | None) -> Tensor:
+        """The forward of both: (1 - lambda) <Z_k> (+ shot noise) / tau."""
+        e = self.circuit.expectations(self.encode(x), weights, depolarizing=self.depolarizing)
         if readout_noise is not None:
             e = e + readout_noise
         return e / self.tau

@@ -1,11 +1,12 @@
 """DP-SGD (Abadi et al. 2016) as pieces shared by every private trainer in qpriv.
 
 - :func:`per_sample_gradients`: the gradient of each sample's loss, ``torch.func`` vmap of grad
-  over the batch (or one backward pass through per-sample weight copies, for a model that can
-  run them: the quantum classifier), flattened to ``(B, P)``. For the forecaster a sample is a window (all channels
-  of it): the model keeps the window as the leading axis of every tensor, so nothing is ever
-  clipped per (window, channel) pair, which would divide the effective noise by the channel
-  count (the trap of Opacus's hooks on a channel-independent reshape).
+  over the batch (or one backward pass through per-sample copies of the weights, for a model
+  that can run them: the quantum classifier), flattened to ``(B, P)``. For the forecaster a
+  sample is a window (all channels of it): the model keeps the window as the leading axis of
+  every tensor, so nothing is ever clipped per (window, channel) pair, which would divide the
+  effective noise by the channel count (the trap of Opacus's hooks on a channel-independent
+  reshape).
 - :func:`clip_and_noise`: clip each row to norm C, sum, add N(0, sigma^2 C^2 I), divide by the
   expected batch size.
 - :func:`poisson_batches`: each sample joins each batch independently with probability q, the
@@ -65,7 +66,7 @@ def per_sample_gradient_dict(
     params = trainable_parameters(model)
     if not params:
         raise InvalidInputError("the model has no trainable parameters")
-    if hasattr(model, "forward_per_sample"):
+    if runs_per_sample_weights(model):
         return _expanded_weights_gradients(model, params, x, y, loss_fn=loss_fn,
                                            sample_kwargs=sample_kwargs or {},
                                            chunk_size=chunk_size)
@@ -85,6 +86,17 @@ def per_sample_gradient_dict(
         )
 
 
+def runs_per_sample_weights(model: nn.Module) -> bool:
+    """Whether ``model`` has a ``forward_per_sample`` that computes what its ``forward`` does:
+    both defined by the same class, so that a subclass overriding ``forward`` alone falls back
+    to vmap instead of clipping the gradients of another function."""
+    if not hasattr(model, "forward_per_sample"):
+        return False
+    owner = {name: next(c for c in type(model).__mro__ if name in vars(c))
+             for name in ("forward", "forward_per_sample")}
+    return owner["forward"] is owner["forward_per_sample"]
+
+
 def _expanded_weights_gradients(
     model: nn.Module, params: dict[str, Tensor], x: Tensor, y: Tensor, *,
     loss_fn: Callable[[Tensor, Tensor], Tensor], sample_kwargs: Mapping[str, Tensor],
@@ -93,14 +105,14 @@ def _expanded_weights_gradients(
     """:func:`per_sample_gradient_dict` for a model with ``forward_per_sample``: each example
     gets its own leaf copy of the parameters, and d(sum_i loss_i) / d(copy_i) is example i's
     gradient because loss_i reads copy i alone."""
-    step = chunk_size if chunk_size else x.shape[0]
+    step = x.shape[0] if chunk_size is None else require_positive_int("chunk_size", chunk_size)
     grads: dict[str, list[Tensor]] = {name: [] for name in params}
     losses = []
 
     def one(output: Tensor, target: Tensor) -> Tensor:
         return loss_fn(output[None], target[None])
 
-    for start in range(0, x.shape[0], max(step, 1)):
+    for start in range(0, x.shape[0], max(step, 1)):  # (no pass at all for an empty batch)
         xb, yb = x[start:start + step], y[start:start + step]
         copies = {name: p.expand(xb.shape[0], *p.shape).clone().requires_grad_(True)
                   for name, p in params.items()}
@@ -111,9 +123,10 @@ def _expanded_weights_gradients(
         for name, g in zip(copies, chunk_grads, strict=True):
             grads[name].append(g)
         losses.append(chunk_losses.detach())
-    if not losses:  # an empty batch: empty gradients, as vmap gives
+    if not losses:  # an empty batch: no rows (vmap refuses one; the callers skip it)
+        first = next(iter(params.values()))
         return ({name: p.new_zeros((0, *p.shape)) for name, p in params.items()},
-                x.new_zeros(0))
+                first.new_zeros(0))
     return {name: torch.cat(parts) for name, parts in grads.items()}, torch.cat(losses)
 
 

@@ -2,8 +2,11 @@
 # The full-budget grids whose small outputs belong under results/, in the order they are
 # wanted, each resumable: run this again after an interruption and finished cells are reused,
 # a killed cell continues from its last epoch. Two lanes run side by side at the lowest CPU
-# priority (nice 19), one per core: the forecasting grids and the classifier figures. When a
-# grid finishes it is published into results/ (scripts/publish_results.py); commit those.
+# priority (nice 19), one per core: the forecasting grids, and the classifier figures followed
+# by the forecasting frontiers taken from the other end of the list. A grid runs under a lock
+# on its dataset and horizon (the grids of one setting share transformer cells), so the two
+# lanes never train the same cell: a lane that finds a setting taken moves on to the next grid.
+# When a grid finishes it is published into results/ (scripts/publish_results.py); commit those.
 #
 #   QPRIV_DATA_DIR=/path/to/ETT-small bash scripts/run_full_budget.sh [OUT]   # default runs/full
 #
@@ -16,41 +19,57 @@ cd "$(dirname "$0")/.."
 OUT=${1:-runs/full}
 QPRIV=${QPRIV:-.venv/bin/qpriv}
 PYTHON=${PYTHON:-.venv/bin/python}
-mkdir -p "$OUT/logs"
+mkdir -p "$OUT/logs" "$OUT/locks"
 
-grid() {  # grid NAME COMMAND...: run a grid, then publish it under results/NAME
-    local name=$1 kind=$2 id=$3
-    shift 3
+grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under results/NAME
+    local lock=$1 name=$2 kind=$3 id=$4
+    shift 4
     local command="qpriv $*"
+    # flock is released when the lane dies, so a killed run leaves no stale lock behind
+    exec {fd}> "$OUT/locks/$lock.lock"
+    if ! flock -n "$fd"; then
+        echo "$name: $lock is being run by the other lane; skipped here" >&2
+        exec {fd}>&-
+        return 0
+    fi
     if nice -n 19 "$QPRIV" "$@" --quiet --json > "$OUT/logs/$name.log" 2>&1; then
         "$PYTHON" scripts/publish_results.py --out "$OUT" "--$kind" "$id" --dest "results/$name" \
             --command "$command" >> "$OUT/logs/$name.log" 2>&1
     else
         echo "$name: failed, see $OUT/logs/$name.log" >&2
     fi
+    exec {fd}>&-
 }
 
+frontier() {  # frontier DATASET HORIZON UNIT
+    grid "$1-H$2" "frontier-$1-H$2-$3" frontier "$1-H$2-$3" \
+        frontier --dataset "$1" --horizon "$2" --unit "$3" --out "$OUT" --threads 1
+}
+
+# the frontier table's other settings: 9 transformer cells each (about 1-2 h a cell), shared
+# between the two units
+OTHER_SETTINGS=("ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24")
+
 forecasting() {
-    grid table3 reproduce table3 reproduce table3 --out "$OUT" --threads 1
-    for unit in record window; do
-        grid "frontier-ETTh1-H24-$unit" frontier "ETTh1-H24-$unit" \
-            frontier --dataset ETTh1 --horizon 24 --unit "$unit" --out "$OUT" --threads 1
-    done
-    grid table9 reproduce table9 reproduce table9 --out "$OUT" --threads 1
-    # the frontier table's other settings: 9 transformer cells each (about 1-2 h a cell)
-    for setting in "ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24"; do
-        set -- $setting
-        for unit in record window; do
-            grid "frontier-$1-H$2-$unit" frontier "$1-H$2-$unit" \
-                frontier --dataset "$1" --horizon "$2" --unit "$unit" --out "$OUT" --threads 1
-        done
+    grid ETTh1-H24 table3 reproduce table3 reproduce table3 --out "$OUT" --threads 1
+    frontier ETTh1 24 record
+    frontier ETTh1 24 window
+    grid ETTh1-H24 table9 reproduce table9 reproduce table9 --out "$OUT" --threads 1
+    for setting in "${OTHER_SETTINGS[@]}"; do
+        frontier $setting record
+        frontier $setting window
     done
 }
 
 classifiers() {
     for figure in 3 4 5 6 2 7; do
-        grid "qml-figure$figure" reproduce "qml-figure$figure" \
+        grid "qml-figure$figure" "qml-figure$figure" reproduce "qml-figure$figure" \
             reproduce "qml-figure$figure" --out "$OUT" --threads 1
+    done
+    # then the forecasting frontiers from the far end, until the lanes meet
+    for ((i = ${#OTHER_SETTINGS[@]} - 1; i >= 0; i--)); do
+        frontier ${OTHER_SETTINGS[$i]} record
+        frontier ${OTHER_SETTINGS[$i]} window
     done
 }
 

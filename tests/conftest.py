@@ -1,8 +1,12 @@
 """Fixtures shared by every test folder."""
 
+import importlib.util
 import io
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -107,3 +111,20 @@ def private_cache(tmp_path, monkeypatch):
     rigorous._cached_summary.cache_clear()
     yield
     rigorous._cached_summary.cache_clear()
+
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+@pytest.fixture(scope="session")
+def load_script() -> Callable[[str], ModuleType]:
+    """``load_script("carry_cells")``: the module of ``scripts/carry_cells.py`` (the scripts
+    are no package, so they are loaded from their file)."""
+
+    def load(name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

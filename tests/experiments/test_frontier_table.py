@@ -4,27 +4,19 @@ whenever a folder in ``results/`` changes."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "frontier_table.py"
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("frontier_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
-
-def test_the_readme_holds_the_table_the_script_prints():
-    printed = _script().table(ROOT / "results")
+def test_the_readme_holds_the_table_the_script_prints(load_script):
+    printed = load_script("frontier_table").table(ROOT / "results")
     assert printed in (ROOT / "README.md").read_text()
 
 
-def test_every_setting_has_both_units_published_and_its_paper_numbers():
-    script = _script()
+def test_every_setting_has_both_units_published_and_its_paper_numbers(load_script):
+    script = load_script("frontier_table")
     published = script.frontiers(ROOT / "results")
     for dataset, horizon in script.SETTINGS:
         for unit in ("record", "window"):

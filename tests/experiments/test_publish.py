@@ -3,7 +3,6 @@ copied, the README says how it was made, and a refusal is one line with nothing 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -19,19 +18,12 @@ from qpriv.experiments.grid import TINY
 from qpriv.experiments.registry import experiment
 from qpriv.experiments.runner import run_experiment
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "publish_results.py"
 COMMAND = "qpriv reproduce table9 --budget tiny --out runs/tiny"
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
 )
 
-
-def _script():
-    spec = importlib.util.spec_from_file_location("publish_results", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +44,24 @@ def _copy(grid: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(grid, tmp_path / "out"))
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = _script().main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+@pytest.fixture
+def publish(load_script, capsys):
+    """``publish(argv)``: ``scripts/publish_results.py``'s exit code, stdout and stderr."""
+    script = load_script("publish_results")
+
+    def run(argv: list[str]) -> tuple[int, str, str]:
+        code = script.main(argv)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
 
 
 @needs_ett
-def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path, capsys):
+def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path, publish):
     dest = tmp_path / "results" / "table9"
-    code, out, err = _run(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest),
-                           "--command", COMMAND, "--allow-budget", "tiny"], capsys)
+    code, out, err = publish(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest),
+                              "--command", COMMAND, "--allow-budget", "tiny"])
     assert code == 0 and err == "" and "published reproduce table9 (budget tiny, 8 cells)" in out
     keys = [cell.key for cell in experiment("table9").cells((2024,))]
     expected = {"README.md", "results.csv", "table.md",
@@ -82,8 +81,8 @@ def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path,
     assert time.strftime("%Y-%m-%d", time.gmtime()) in readme
     assert "`tiny`, **not the full budget" in readme and "8 cells" in readme
     # a second publication replaces the first, leaving no temporary folder beside it
-    assert _run(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest), "--command",
-                 COMMAND, "--allow-budget", "tiny"], capsys)[0] == 0
+    assert publish(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest),
+                    "--command", COMMAND, "--allow-budget", "tiny"])[0] == 0
     assert sorted(p.name for p in dest.parent.iterdir()) == ["table9"]
 
 
@@ -100,8 +99,8 @@ def test_a_frontier_is_published_with_every_cell(grid, tmp_path):
     assert not any(f.endswith((".npz", ".pt", "config.json")) for f in files)
 
 
-def _refused(argv: list[str], capsys, dest: Path) -> str:
-    code, out, err = _run(argv, capsys)
+def _refused(publish, argv: list[str], dest: Path) -> str:
+    code, out, err = publish(argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("publish_results: error: ")
     assert not dest.exists() and not list(dest.parent.glob(f".{dest.name}*"))
@@ -109,7 +108,7 @@ def _refused(argv: list[str], capsys, dest: Path) -> str:
 
 
 @needs_ett
-def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, capsys):
+def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, publish):
     out = _copy(grid, tmp_path)
     dest = tmp_path / "results" / "table9"
     dest.parent.mkdir()
@@ -117,20 +116,20 @@ def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, capsy
             COMMAND]
     # the full budget is the default: a tiny grid is published only when asked for by name
     assert "run it at the full budget to the end, or publish a test of the pipeline with " \
-           "--allow-budget tiny" in _refused(argv, capsys, dest)
+           "--allow-budget tiny" in _refused(publish, argv, dest)
     argv += ["--allow-budget", "tiny"]
     cells = out / "cells" / "tiny"
     (cells / "ETTh1-H24-dpsgd-eps0.1-s2024" / "mia.json").unlink()
     assert "1 of 8 cells have no result.json or mia.json (e.g. ETTh1-H24-dpsgd-eps0.1-s2024)" \
-           in _refused(argv, capsys, dest)
+           in _refused(publish, argv, dest)
     shutil.rmtree(cells / "ETTh1-H24-classical-s2024")
-    assert "2 of 8 cells" in _refused(argv, capsys, dest)
+    assert "2 of 8 cells" in _refused(publish, argv, dest)
     (out / "table9" / "tiny" / "table.md").unlink()
-    assert "table.md is missing" in _refused(argv, capsys, dest)
+    assert "table.md is missing" in _refused(publish, argv, dest)
 
 
 @needs_ett
-def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, capsys):
+def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, publish):
     out = _copy(grid, tmp_path)
     dest = tmp_path / "table9"
     argv = ["--out", str(out), "--reproduce", "table9", "--dest", str(dest), "--command",
@@ -139,13 +138,13 @@ def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, 
     later = time.time() + 60
     os.utime(result, (later, later))
     assert "report is older than cell ETTh1-H24-classical-s2024's result" in _refused(
-        argv, capsys, dest)
+        publish, argv, dest)
     report = out / "table9" / "tiny" / "report.json"
     data = json.loads(report.read_text())
     data["failures"] = [{"cell": "ETTh1-H24-classical-s2024", "error": "boom"}]
     report.write_text(json.dumps(data))
     assert "1 cells failed (e.g. ETTh1-H24-classical-s2024: boom)" in _refused(
-        argv, capsys, dest)
+        publish, argv, dest)
 
 
 @needs_ett

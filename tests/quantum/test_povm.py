@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -24,15 +23,11 @@ from qpriv.quantum import (
 )
 
 DIMS = (2, 4, 8, 16, 32)
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "generate_sic_fiducials.py"
 
 
 @pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_sic_fiducials", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def script(load_script) -> ModuleType:
+    return load_script("generate_sic_fiducials")
 
 
 def test_shipped_dims() -> None:

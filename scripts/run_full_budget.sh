@@ -7,6 +7,16 @@
 # on its dataset and horizon (the grids of one setting share transformer cells), so the two
 # lanes never train the same cell: a lane that finds a setting taken moves on to the next grid.
 # When a grid finishes it is published into results/ (scripts/publish_results.py); commit those.
+# A grid already published under results/ is skipped.
+#
+# The grids outlast a machine, so their finished cells are carried through the repository
+# (scripts/carry_cells.py, qpriv.experiments.carry): on start the cells in CARRY (default
+# carried-cells) are restored into OUT, and every 10 minutes, and after each grid, the newly
+# finished ones are saved there; commit CARRY to keep them. Before the machine is given up (a
+# session's end), save the cells still training too, with their checkpoints, so that they resume
+# from their last epoch on the next machine:
+#
+#   .venv/bin/python scripts/carry_cells.py save --unfinished --out runs/full --carry carried-cells
 #
 #   QPRIV_DATA_DIR=/path/to/ETT-small bash scripts/run_full_budget.sh [OUT]   # default runs/full
 #
@@ -19,12 +29,27 @@ cd "$(dirname "$0")/.."
 OUT=${1:-runs/full}
 QPRIV=${QPRIV:-.venv/bin/qpriv}
 PYTHON=${PYTHON:-.venv/bin/python}
+CARRY=${CARRY:-carried-cells}
 mkdir -p "$OUT/logs" "$OUT/locks"
+
+carry() {  # carry save|restore, one at a time (the lanes and the timer all save)
+    flock "$OUT/locks/carry.lock" "$PYTHON" scripts/carry_cells.py "$1" --out "$OUT" \
+        --carry "$CARRY" >> "$OUT/logs/carry.log" 2>&1
+}
+if [ -d "$CARRY/cells" ]; then
+    carry restore
+fi
 
 grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under results/NAME
     local lock=$1 name=$2 kind=$3 id=$4
     shift 4
     local command="qpriv $*"
+    # a published grid is done: its cells need not be on this machine (delete results/NAME to
+    # run it again)
+    if [ -e "results/$name" ]; then
+        echo "$name: already published in results/$name; skipped" >&2
+        return 0
+    fi
     # flock is released when the lane dies, so a killed run leaves no stale lock behind
     exec {fd}> "$OUT/locks/$lock.lock"
     if ! flock -n "$fd"; then
@@ -38,6 +63,7 @@ grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under
     else
         echo "$name: failed, see $OUT/logs/$name.log" >&2
     fi
+    carry save
     exec {fd}>&-
 }
 
@@ -73,6 +99,19 @@ classifiers() {
     done
 }
 
+carrier() {  # save the newly finished cells every 10 minutes
+    while true; do
+        sleep 600
+        carry save
+    done
+}
+
 forecasting &
+lanes=($!)
 classifiers &
-wait
+lanes+=($!)
+carrier &
+carrier_pid=$!
+wait "${lanes[@]}"
+kill "$carrier_pid"
+carry save

@@ -1,0 +1,189 @@
+"""Finished cells of a grid carried between machines, so that a grid longer than one machine's
+life still finishes.
+
+A full-budget grid (``qpriv reproduce``, ``qpriv frontier``) can take tens of hours, and the
+machine that runs it may be replaced before it is done; what survives is what the repository
+holds. :func:`save` copies every *finished* cell of a run folder (``OUT/cells/<budget>/``) into a
+carry folder that is committed; :func:`restore` copies them back into a fresh run folder, where
+the runner reads them as finished (a cell is finished once its ``result.json`` exists) and never
+trains them again. A cell still training is carried only when asked (``unfinished=True``, once
+before a machine is given up): its checkpoint is rewritten every epoch, and carrying it each time
+would bloat the repository's history, but a 1-2 hour cell that is not carried at all starts again
+from epoch 1 on the next machine. A carried unfinished cell resumes there from its last epoch
+(the checkpoint holds the model, the optimiser, the accountant and every generator), and is
+replaced in the carry folder by its finished copy once it finishes.
+
+What a carried cell holds: a forecasting cell's directory without its resumable checkpoint
+(``config.json``, ``result.json``, ``best.pt`` whose weights Table 9's attack reads, ``mia.json``
+and a linear forecaster's ``linear.npz`` where present); a classifier grid's run, one JSON file
+(``qml/<key>.json``). A named dataset's location on the machine that ran the cell
+(``config.json``'s ``source``) is carried as the file name alone and set to this machine's file on
+restore (runs of a named dataset compare their settings without it on resume).
+
+Example::
+
+    save("runs/full", "carried-cells")      # after cells finished, then commit carried-cells
+    save("runs/full", "carried-cells", unfinished=True)   # before the machine is given up
+    restore("carried-cells", "runs/full")   # on a fresh machine, before the grids run again
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from qpriv.errors import InvalidInputError
+from qpriv.experiments.qml import RUN_DIR as QML_DIR
+from qpriv.forecasting.datasets import DATASETS, locate_dataset
+from qpriv.runs.files import (
+    atomic_write_bytes,
+    atomic_write_json,
+    load_checkpoint,
+    read_json_object,
+)
+from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, RESULT_FILE
+
+CELLS_DIR = "cells"
+"""The folder of a run folder (and of a carry folder) that holds the cells, by budget."""
+LEFT_BEHIND = (CHECKPOINT_FILE,)
+"""Files of a finished cell that are not carried: the resumable state, of no use once finished."""
+_CHECKPOINT_FIX = "delete the cell's folder to train it again from epoch 1"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """What :func:`save` or :func:`restore` did: the cells copied and those already there."""
+
+    copied: list[str]
+    present: list[str]
+
+    def as_dict(self) -> dict:
+        return {"copied": len(self.copied), "present": len(self.present)}
+
+
+def finished_cells(root: str | Path) -> list[Path]:
+    """The finished cells under ``root/cells``, relative to ``root``, sorted: forecasting cell
+    directories holding a ``result.json``, and classifier runs (``qml/<key>.json``)."""
+    root = Path(root)
+    found: list[Path] = []
+    for budget in sorted((root / CELLS_DIR).glob("*")):
+        if not budget.is_dir():
+            continue
+        for cell in sorted(budget.iterdir()):
+            if cell.name.startswith("."):  # a temporary of an atomic write
+                continue
+            if cell.is_dir() and cell.name == QML_DIR:
+                found += [run.relative_to(root) for run in sorted(cell.glob("*.json"))
+                          if not run.name.startswith(".")]
+            elif cell.is_dir() and (cell / RESULT_FILE).is_file():
+                found.append(cell.relative_to(root))
+    return found
+
+
+def unfinished_cells(root: str | Path) -> list[Path]:
+    """The forecasting cells under ``root/cells`` that hold a checkpoint and no ``result.json``
+    (trained up to some epoch), relative to ``root``, sorted."""
+    root = Path(root)
+    return sorted(cell.parent.relative_to(root)
+                  for cell in (root / CELLS_DIR).glob(f"*/*/{CHECKPOINT_FILE}")
+                  if not cell.parent.name.startswith(".")
+                  and not (cell.parent / RESULT_FILE).exists())
+
+
+def _epoch(cell: Path) -> int:
+    """The last finished epoch of an unfinished cell's checkpoint (0 where it has none)."""
+    path = cell / CHECKPOINT_FILE
+    if not path.is_file():
+        return 0
+    return int(load_checkpoint(path, fix=_CHECKPOINT_FIX).get("epoch", 0))
+
+
+def _portable_config(config: dict) -> dict:
+    """``config.json`` with a named dataset's path cut to its file name."""
+    if config.get("dataset") in DATASETS and isinstance(config.get("source"), str):
+        return {**config, "source": Path(config["source"]).name}
+    return config
+
+
+def _local_config(config: dict) -> dict:
+    """``config.json`` with a named dataset's file name made this machine's file."""
+    if config.get("dataset") in DATASETS and isinstance(config.get("source"), str):
+        located = locate_dataset(config["dataset"], allow_download=False)
+        return {**config, "source": str(located)}
+    return config
+
+
+def _copy_cell(source: Path, dest: Path, *, portable: bool) -> None:
+    """One cell from ``source`` to ``dest`` (each file atomically, ``result.json`` or, for an
+    unfinished cell, its checkpoint last, so that an interrupted copy is neither a finished cell
+    nor a resumable one)."""
+    if source.is_file():
+        atomic_write_bytes(dest, source.read_bytes())
+        return
+    finished = (source / RESULT_FILE).is_file()
+    left_behind = LEFT_BEHIND if finished else ()
+    files = sorted((f for f in source.iterdir()
+                    if f.is_file() and not f.name.startswith(".") and f.name not in left_behind),
+                   key=lambda f: f.name in (RESULT_FILE, CHECKPOINT_FILE))
+    for file in files:
+        if file.name == CONFIG_FILE:
+            config = read_json_object(file, fix=f"delete {source} and run the cell again")
+            adapt = _portable_config if portable else _local_config
+            atomic_write_json(dest / CONFIG_FILE, adapt(config))
+        else:
+            atomic_write_bytes(dest / file.name, file.read_bytes())
+
+
+def _is_finished(path: Path) -> bool:
+    return path.is_file() or (path / RESULT_FILE).is_file()
+
+
+def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bool) -> Carried:
+    if not (source_root / CELLS_DIR).is_dir():
+        raise InvalidInputError(f"{source_root} holds no {CELLS_DIR}/ folder: not a run folder "
+                                "of qpriv reproduce or qpriv frontier (check the path)")
+    copied, present = [], []
+    for cell in finished_cells(source_root):
+        target = dest_root / cell
+        if _is_finished(target):
+            present.append(str(cell))
+            continue
+        if target.is_dir():  # an unfinished copy: its checkpoint is stale next to a result
+            shutil.rmtree(target)
+        _copy_cell(source_root / cell, target, portable=portable)
+        copied.append(str(cell))
+    for cell in unfinished_cells(source_root) if unfinished else ():
+        target = dest_root / cell
+        # only a copy trained further replaces one: the target may have gone on since
+        if _is_finished(target) or _epoch(target) >= _epoch(source_root / cell):
+            present.append(str(cell))
+            continue
+        if target.is_dir():
+            shutil.rmtree(target)
+        _copy_cell(source_root / cell, target, portable=portable)
+        copied.append(str(cell))
+    return Carried(copied=copied, present=present)
+
+
+def save(out_dir: str | Path, carry_dir: str | Path, *, unfinished: bool = False) -> Carried:
+    """Copy the finished cells of the run folder ``out_dir`` that ``carry_dir`` lacks, and with
+    ``unfinished`` the cells still training (their checkpoint included) where ``out_dir``'s copy
+    has trained more epochs than the carried one.
+
+    Raises:
+        InvalidInputError: ``out_dir`` is not a run folder; a checkpoint cannot be read.
+    """
+    return _carry(Path(out_dir), Path(carry_dir), portable=True, unfinished=unfinished)
+
+
+def restore(carry_dir: str | Path, out_dir: str | Path) -> Carried:
+    """Copy the carried cells into the run folder ``out_dir`` where it has no finished copy
+    (a half-trained copy there is replaced by the finished one), and the carried unfinished
+    cells where ``out_dir`` has none trained as far.
+
+    Raises:
+        InvalidInputError: ``carry_dir`` holds no cells; a carried named dataset is not found on
+            this machine (``QPRIV_DATA_DIR``); a checkpoint cannot be read.
+    """
+    return _carry(Path(carry_dir), Path(out_dir), portable=False, unfinished=True)

@@ -3,7 +3,8 @@
 ``tests/fixtures/pre_refactor/*.json`` are the ``--json`` outputs of qpriv 0.1.0 at git 9b174a0
 (``capture.sh`` beside them recorded them). The restructure moved code and typed the privacy
 claims, but changed no algorithm: every number a command printed then must come out the same,
-bit for bit on one machine (1e-9 relative allows a different BLAS build).
+bit for bit on one machine (1e-9 relative allows a different BLAS build), and to
+:data:`FLOAT32` where a forecaster's float32 kernels ran on another kind of CPU.
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ restructure (a Binomial(N, w) uniform split before the guide table: the same mul
 another stream of random numbers), so their scores were re-recorded (``<name>_resampled.json``,
 same command) and every other number is still compared with 9b174a0's."""
 SHOT_DEPENDENT = ("mse", "mae", "val_loss", "history")
+FLOAT32 = {"rel": 1e-5, "abs": 1e-8}
+"""The agreement of numbers a forecaster computes in float32 (training, forecasts, the attack's
+losses) across kinds of CPU. torch and MKL choose their kernels by the processor (vector width,
+the BLAS code path: an AMD EPYC with AVX-512 sums in another order than the machine that
+recorded these), so such a number moves by about 1e-7 relative per operation and up to 2e-6 after
+two epochs of training. A change of algorithm (another random stream, another law, a step moved)
+moves them by far more than 1e-5. The other commands (calibration and accounting in float64, the
+small classifiers) agree to 1e-9 on the CPUs seen so far and are still held to it."""
+FORECASTERS = {"train_classical", "train_ldpt", "train_dpsgd"}
 
 #: keys whose values are measured, not computed (times, the machine)
 MEASURED = ("seconds", "train_seconds", "val_seconds", "seconds_per_epoch", "environment")
@@ -85,12 +95,15 @@ def test_command_prints_the_numbers_recorded_before_the_restructure(name, capsys
     assert main([*shlex.split(COMMANDS[name]), "--json"]) == 0
     old = json.loads((FIXTURES / f"{name}.json").read_text())
     new = last_json(capsys)
+    tolerance = FLOAT32 if name in FORECASTERS else {}
     if name not in RESAMPLED:
-        assert_same_numbers(old, new)
+        assert_same_numbers(old, new, **tolerance)
         return
     # the shots come from another stream: the scores moved, nothing else did
-    assert_same_numbers(json.loads((FIXTURES / f"{name}_resampled.json").read_text()), new)
-    assert_same_numbers({k: v for k, v in old.items() if k not in SHOT_DEPENDENT}, new)
+    assert_same_numbers(json.loads((FIXTURES / f"{name}_resampled.json").read_text()), new,
+                        **tolerance)
+    assert_same_numbers({k: v for k, v in old.items() if k not in SHOT_DEPENDENT}, new,
+                        **tolerance)
     assert new["mse"] == pytest.approx(old["mse"], rel=0.05)
 
 

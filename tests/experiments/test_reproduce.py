@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ from qpriv.experiments import runner
 from qpriv.experiments.grid import TINY, Cell
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.experiments.runner import run_experiment
+from qpriv.runs.files import MTIME_LAG, Written, written_since
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -299,10 +301,6 @@ def test_reproduce_prints_the_size_of_what_it_wrote(tmp_path, capsys):
 
 
 def test_what_was_written_counts_only_files_changed_since(tmp_path):
-    import time
-
-    from qpriv.runs.files import Written, written_since
-
     old = tmp_path / "cells" / "old.json"
     old.parent.mkdir()
     old.write_text("x" * 5000)
@@ -316,3 +314,9 @@ def test_what_was_written_counts_only_files_changed_since(tmp_path):
     assert str(written) == "1.20MB in 2 files"
     assert str(Written(files=1, size=512)) == "512B in 1 file"
     assert str(written_since(tmp_path / "sub", since=time.time() + 60)) == "nothing"
+    # a file stamped by the coarse clock a tick before the command's start is the command's
+    stamped = tmp_path / "sub" / "figure.png"
+    os.utime(stamped, (started - 0.004, started - 0.004))
+    assert written_since(tmp_path / "sub", since=started) == Written(files=1, size=1_200_000)
+    os.utime(stamped, (started - 2 * MTIME_LAG, started - 2 * MTIME_LAG))
+    assert str(written_since(tmp_path / "sub", since=started)) == "nothing"

@@ -152,15 +152,22 @@ class Written:
         return f"{size} in {self.files} file{'' if self.files == 1 else 's'}"
 
 
+MTIME_LAG = 0.1
+"""Seconds a file's modification time may lag :func:`time.time`: Linux stamps files from its
+coarse clock (one tick, 4 ms at 250 Hz, measured up to 4.2 ms here), so a file written just
+after a command started can carry a time before it."""
+
+
 def written_since(root: str | Path, *, since: float) -> Written:
     """The regular files under ``root`` last modified at or after ``since`` (a
-    :func:`time.time`), and their total size: what a command that started then wrote there
-    (a file it only read back, such as a finished run it reused, is not counted)."""
+    :func:`time.time`, less :data:`MTIME_LAG`), and their total size: what a command that
+    started then wrote there (a file it only read back, such as a finished run it reused, is not
+    counted)."""
     files = size = 0
     for path in Path(root).rglob("*"):
         with contextlib.suppress(OSError):  # removed meanwhile (a stale temporary)
             stat = path.stat()
-            if path.is_file() and stat.st_mtime >= since:
+            if path.is_file() and stat.st_mtime >= since - MTIME_LAG:
                 files += 1
                 size += stat.st_size
     return Written(files=files, size=size)

@@ -68,8 +68,10 @@ def test_carried_cells_are_read_as_finished_with_the_same_rows(grid, tmp_path, m
     assert _rows(again) == _rows(first)
     assert (fresh / cells[0] / MIA_FILE).is_file()
 
-    # saving again copies nothing new, restoring again overwrites nothing
+    # saving again copies nothing new, restoring again overwrites nothing, but the attack's
+    # file written after a cell was carried joins the carried copy
     assert not carry.save(out, tmp_path / "carry").copied
+    assert dropped.is_file()
     assert not carry.restore(tmp_path / "carry", fresh).copied
 
 

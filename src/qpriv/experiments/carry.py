@@ -135,6 +135,19 @@ def _copy_cell(source: Path, dest: Path, *, portable: bool) -> None:
             atomic_write_bytes(dest / file.name, file.read_bytes())
 
 
+def _add_missing(source: Path, dest: Path) -> None:
+    """Copy into a finished cell ``dest`` the files of ``source`` written after it was carried
+    (Table 9's attack writes ``mia.json`` beside a finished cell); the settings are the
+    cell's own on each side."""
+    if not source.is_dir():
+        return
+    for file in sorted(source.iterdir()):
+        if (file.is_file() and not file.name.startswith(".")
+                and file.name not in (*LEFT_BEHIND, CONFIG_FILE)
+                and not (dest / file.name).exists()):
+            atomic_write_bytes(dest / file.name, file.read_bytes())
+
+
 def _is_finished(path: Path) -> bool:
     return path.is_file() or (path / RESULT_FILE).is_file()
 
@@ -147,6 +160,7 @@ def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bo
     for cell in finished_cells(source_root):
         target = dest_root / cell
         if _is_finished(target):
+            _add_missing(source_root / cell, target)
             present.append(str(cell))
             continue
         if target.is_dir():  # an unfinished copy: its checkpoint is stale next to a result

@@ -27,6 +27,9 @@
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/full}
+if [ -z "${QPRIV:-}" ] && [ ! -x .venv/bin/qpriv ]; then
+    make -s .venv/.qpriv-installed  # a fresh machine: the venv the Makefile builds
+fi
 QPRIV=${QPRIV:-.venv/bin/qpriv}
 PYTHON=${PYTHON:-.venv/bin/python}
 CARRY=${CARRY:-carried-cells}

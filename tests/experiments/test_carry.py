@@ -48,6 +48,10 @@ def test_carried_cells_are_read_as_finished_with_the_same_rows(grid, tmp_path, m
         assert not (carried / CHECKPOINT_FILE).exists()
         config = json.loads((carried / CONFIG_FILE).read_text())
         assert config["source"] == "ETTh1.csv"  # no place on the machine that ran it
+        attack = json.loads((carried / MIA_FILE).read_text())
+        assert attack["run"] == cell.as_posix()  # cells/tiny/<key>, relative to the carry folder
+        for file in carried.iterdir():
+            assert str(out) not in file.read_text(errors="replace"), file
     # the attack's cache is dropped from one cell: the carried weights must serve it again
     dropped = tmp_path / "carry" / cells[0] / MIA_FILE
     assert dropped.is_file()
@@ -58,6 +62,9 @@ def test_carried_cells_are_read_as_finished_with_the_same_rows(grid, tmp_path, m
     assert len(restored.copied) == len(cells)
     config = json.loads((fresh / cells[0] / CONFIG_FILE).read_text())
     assert config["source"] == str(locate_dataset("ETTh1", allow_download=False))
+    # the kept attack names its run folder here, as the attack run here would have
+    attack = json.loads((fresh / cells[1] / MIA_FILE).read_text())
+    assert attack["run"] == str(fresh / cells[1])
 
     def no_training(**kwargs):
         raise AssertionError("a carried cell was trained again")

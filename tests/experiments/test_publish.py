@@ -180,3 +180,8 @@ def test_paths_under_out_become_relative_and_others_are_refused(tmp_path):
     with pytest.raises(InvalidInputError, match=r"x\.json holds the path '/srv/elsewhere/data'"):
         pub.portable({"source": "/srv/elsewhere/data"}, out_dir=out, budget="full",
                      where="x.json")
+    # a grid run with a relative --out writes its attack's run folder relative to it
+    relative = {"run": "runs/full/cells/full/KEY", "notes": ["runs/fullness", "runs"]}
+    assert pub.portable(relative, out_dir=Path("runs/full"), budget="full", where="x.json") == {
+        "run": "cells/KEY", "notes": ["runs/fullness", "runs"]}
+    assert pub.portable(relative, out_dir=Path("."), budget="full", where="x.json") == relative

@@ -18,7 +18,9 @@ What a carried cell holds: a forecasting cell's directory without its resumable 
 and a linear forecaster's ``linear.npz`` where present); a classifier grid's run, one JSON file
 (``qml/<key>.json``). A named dataset's location on the machine that ran the cell
 (``config.json``'s ``source``) is carried as the file name alone and set to this machine's file on
-restore (runs of a named dataset compare their settings without it on resume).
+restore (runs of a named dataset compare their settings without it on resume); an attack's
+``mia.json`` names its run folder relative to the carry folder, and the run folder's own on
+restore, as the attack would have written it there.
 
 Example::
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.qml import RUN_DIR as QML_DIR
@@ -42,7 +44,7 @@ from qpriv.runs.files import (
     load_checkpoint,
     read_json_object,
 )
-from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, RESULT_FILE
+from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, MIA_FILE, RESULT_FILE
 
 CELLS_DIR = "cells"
 """The folder of a run folder (and of a carry folder) that holds the cells, by budget."""
@@ -114,6 +116,31 @@ def _local_config(config: dict) -> dict:
     return config
 
 
+def _adapted(file: Path, dest: Path, *, portable: bool) -> bytes | dict:
+    """What of the cell file ``file`` is written to ``dest``: its bytes, or for a JSON file that
+    names a place (``config.json``'s dataset, ``mia.json``'s run folder) the JSON made portable
+    or this machine's. ``dest`` is the cell's folder on the writing side; a carried attack names
+    its run folder relative to the carry folder (``cells/<budget>/<key>``)."""
+    fix = f"delete {file.parent} and run the cell again"
+    if file.name == CONFIG_FILE:
+        config = read_json_object(file, fix=fix)
+        return _portable_config(config) if portable else _local_config(config)
+    if file.name == MIA_FILE:
+        attack = read_json_object(file, fix=fix)
+        if isinstance(attack.get("run"), str):
+            run = PurePosixPath(*dest.parts[-3:]) if portable else dest
+            return {**attack, "run": str(run)}
+        return attack
+    return file.read_bytes()
+
+
+def _write(dest: Path, content: bytes | dict) -> None:
+    if isinstance(content, dict):
+        atomic_write_json(dest, content)
+    else:
+        atomic_write_bytes(dest, content)
+
+
 def _copy_cell(source: Path, dest: Path, *, portable: bool) -> None:
     """One cell from ``source`` to ``dest`` (each file atomically, ``result.json`` or, for an
     unfinished cell, its checkpoint last, so that an interrupted copy is neither a finished cell
@@ -127,15 +154,10 @@ def _copy_cell(source: Path, dest: Path, *, portable: bool) -> None:
                     if f.is_file() and not f.name.startswith(".") and f.name not in left_behind),
                    key=lambda f: f.name in (RESULT_FILE, CHECKPOINT_FILE))
     for file in files:
-        if file.name == CONFIG_FILE:
-            config = read_json_object(file, fix=f"delete {source} and run the cell again")
-            adapt = _portable_config if portable else _local_config
-            atomic_write_json(dest / CONFIG_FILE, adapt(config))
-        else:
-            atomic_write_bytes(dest / file.name, file.read_bytes())
+        _write(dest / file.name, _adapted(file, dest, portable=portable))
 
 
-def _add_missing(source: Path, dest: Path) -> None:
+def _add_missing(source: Path, dest: Path, *, portable: bool) -> None:
     """Copy into a finished cell ``dest`` the files of ``source`` written after it was carried
     (Table 9's attack writes ``mia.json`` beside a finished cell); the settings are the
     cell's own on each side."""
@@ -145,7 +167,7 @@ def _add_missing(source: Path, dest: Path) -> None:
         if (file.is_file() and not file.name.startswith(".")
                 and file.name not in (*LEFT_BEHIND, CONFIG_FILE)
                 and not (dest / file.name).exists()):
-            atomic_write_bytes(dest / file.name, file.read_bytes())
+            _write(dest / file.name, _adapted(file, dest, portable=portable))
 
 
 def _is_finished(path: Path) -> bool:
@@ -160,7 +182,7 @@ def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bo
     for cell in finished_cells(source_root):
         target = dest_root / cell
         if _is_finished(target):
-            _add_missing(source_root / cell, target)
+            _add_missing(source_root / cell, target, portable=portable)
             present.append(str(cell))
             continue
         if target.is_dir():  # an unfinished copy: its checkpoint is stale next to a result

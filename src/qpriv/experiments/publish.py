@@ -279,9 +279,18 @@ def _is_absolute_path(text: str) -> bool:
         PureWindowsPath(text).is_absolute() and bool(PureWindowsPath(text).drive))
 
 
+def _published_path(relative: PurePosixPath, *, budget: str) -> str:
+    """A path under the grid's ``--out`` as the published folder names it."""
+    parts = relative.parts
+    if parts[:2] == (CELLS_DIR, budget):
+        relative = PurePosixPath(CELLS_DIR, *parts[2:])
+    return str(relative)
+
+
 def portable(value: Any, *, out_dir: Path, budget: str, where: str) -> Any:
     """``value`` (a JSON value read from a cell) with every path under ``out_dir`` made
-    relative to the published folder (``OUT/cells/<budget>/KEY/...`` -> ``cells/KEY/...``).
+    relative to the published folder (``OUT/cells/<budget>/KEY/...`` -> ``cells/KEY/...``),
+    absolute or, where ``out_dir`` was given relative, starting with it.
 
     Raises:
         InvalidInputError: another absolute path is left (it would name a place on the machine
@@ -292,15 +301,19 @@ def portable(value: Any, *, out_dir: Path, budget: str, where: str) -> Any:
                 for k, v in value.items()}
     if isinstance(value, list):
         return [portable(v, out_dir=out_dir, budget=budget, where=where) for v in value]
-    if not isinstance(value, str) or not _is_absolute_path(value):
+    if not isinstance(value, str):
+        return value
+    if not _is_absolute_path(value):
+        # a path as the grid wrote it under a relative --out (mia.json's run folder)
+        if out_dir.parts and not out_dir.is_absolute():
+            with contextlib.suppress(ValueError):
+                return _published_path(PurePosixPath(value).relative_to(out_dir.as_posix()),
+                                       budget=budget)
         return value
     for root in dict.fromkeys((out_dir.absolute(), out_dir.resolve())):
         with contextlib.suppress(ValueError):
-            relative = PurePosixPath(*Path(value).relative_to(root).parts)
-            parts = relative.parts
-            if parts[:2] == (CELLS_DIR, budget):
-                relative = PurePosixPath(CELLS_DIR, *parts[2:])
-            return str(relative)
+            return _published_path(PurePosixPath(*Path(value).relative_to(root).parts),
+                                   budget=budget)
     raise InvalidInputError(f"{where} holds the path {value!r}, a place on the machine that "
                             "ran the grid; publishing it would leak it (remove it from the "
                             "file, or extend qpriv.experiments.publish.portable)")

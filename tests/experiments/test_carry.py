@@ -156,6 +156,9 @@ def test_an_unfinished_cell_carried_resumes_from_its_epoch_to_the_same_rows(tmp_
     assert not carry.save(killed, tmp_path / "carry").copied
     assert carry.save(killed, tmp_path / "carry", unfinished=True).copied == [str(running)]
     assert (tmp_path / "carry" / running / CHECKPOINT_FILE).is_file()
+    # its best weights travel inside the checkpoint alone; resuming writes best.pt back
+    assert (killed / running / BEST_FILE).is_file()
+    assert not (tmp_path / "carry" / running / BEST_FILE).exists()
     # the same epoch again is not copied again
     assert carry.save(killed, tmp_path / "carry", unfinished=True).present == [str(running)]
 

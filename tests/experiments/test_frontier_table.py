@@ -9,7 +9,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
 def test_the_readme_holds_the_table_the_script_prints(load_script):
     printed = load_script("frontier_table").table(ROOT / "results")
     assert printed in (ROOT / "README.md").read_text()

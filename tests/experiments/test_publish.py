@@ -25,7 +25,6 @@ needs_ett = pytest.mark.skipif(
 )
 
 
-
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
     """Table 9 (8 cells, each with its attack) and a linear frontier, finished at the tiny

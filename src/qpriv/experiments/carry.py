@@ -15,7 +15,8 @@ replaced in the carry folder by its finished copy once it finishes.
 
 What a carried cell holds: a forecasting cell's directory without its resumable checkpoint
 (``config.json``, ``result.json``, ``best.pt`` whose weights Table 9's attack reads, ``mia.json``
-and a linear forecaster's ``linear.npz`` where present); a classifier grid's run, one JSON file
+and a linear forecaster's ``linear.npz`` where present); an unfinished one's ``config.json`` and
+checkpoint (which holds its best weights so far); a classifier grid's run, one JSON file
 (``qml/<key>.json``). A named dataset's location on the machine that ran the cell
 (``config.json``'s ``source``) is carried as the file name alone and set to this machine's file on
 restore (runs of a named dataset compare their settings without it on resume); an attack's
@@ -44,12 +45,15 @@ from qpriv.runs.files import (
     load_checkpoint,
     read_json_object,
 )
-from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, MIA_FILE, RESULT_FILE
+from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE, CONFIG_FILE, MIA_FILE, RESULT_FILE
 
 CELLS_DIR = "cells"
 """The folder of a run folder (and of a carry folder) that holds the cells, by budget."""
 LEFT_BEHIND = (CHECKPOINT_FILE,)
 """Files of a finished cell that are not carried: the resumable state, of no use once finished."""
+UNFINISHED_LEFT_BEHIND = (BEST_FILE,)
+"""Files of an unfinished cell that are not carried: the best weights so far, which its checkpoint
+holds too (the trainer writes them back to ``best.pt`` when it resumes)."""
 _CHECKPOINT_FIX = "delete the cell's folder to train it again from epoch 1"
 
 
@@ -141,19 +145,26 @@ def _write(dest: Path, content: bytes | dict) -> None:
         atomic_write_bytes(dest, content)
 
 
-def _copy_cell(source: Path, dest: Path, *, portable: bool) -> None:
-    """One cell from ``source`` to ``dest`` (each file atomically, ``result.json`` or, for an
-    unfinished cell, its checkpoint last, so that an interrupted copy is neither a finished cell
+def _carried_files(source: Path) -> list[Path]:
+    """The files of the cell folder ``source`` that are carried, ``result.json`` or, for an
+    unfinished cell, its checkpoint last (so that an interrupted copy is neither a finished cell
     nor a resumable one)."""
+    finished = (source / RESULT_FILE).is_file()
+    left_behind = LEFT_BEHIND if finished else UNFINISHED_LEFT_BEHIND
+    return sorted((f for f in source.iterdir()
+                   if f.is_file() and not f.name.startswith(".") and f.name not in left_behind),
+                  key=lambda f: f.name in (RESULT_FILE, CHECKPOINT_FILE))
+
+
+def _replace_cell(source: Path, dest: Path, *, portable: bool) -> None:
+    """``dest`` made a copy of the cell ``source``, each file atomically; a copy already there
+    (an unfinished one, stale beside a result or trained less) is removed first."""
     if source.is_file():
         atomic_write_bytes(dest, source.read_bytes())
         return
-    finished = (source / RESULT_FILE).is_file()
-    left_behind = LEFT_BEHIND if finished else ()
-    files = sorted((f for f in source.iterdir()
-                    if f.is_file() and not f.name.startswith(".") and f.name not in left_behind),
-                   key=lambda f: f.name in (RESULT_FILE, CHECKPOINT_FILE))
-    for file in files:
+    if dest.is_dir():
+        shutil.rmtree(dest)
+    for file in _carried_files(source):
         _write(dest / file.name, _adapted(file, dest, portable=portable))
 
 
@@ -163,10 +174,8 @@ def _add_missing(source: Path, dest: Path, *, portable: bool) -> None:
     cell's own on each side."""
     if not source.is_dir():
         return
-    for file in sorted(source.iterdir()):
-        if (file.is_file() and not file.name.startswith(".")
-                and file.name not in (*LEFT_BEHIND, CONFIG_FILE)
-                and not (dest / file.name).exists()):
+    for file in _carried_files(source):
+        if file.name != CONFIG_FILE and not (dest / file.name).exists():
             _write(dest / file.name, _adapted(file, dest, portable=portable))
 
 
@@ -184,21 +193,19 @@ def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bo
         if _is_finished(target):
             _add_missing(source_root / cell, target, portable=portable)
             present.append(str(cell))
-            continue
-        if target.is_dir():  # an unfinished copy: its checkpoint is stale next to a result
-            shutil.rmtree(target)
-        _copy_cell(source_root / cell, target, portable=portable)
-        copied.append(str(cell))
+        else:
+            _replace_cell(source_root / cell, target, portable=portable)
+            copied.append(str(cell))
     for cell in unfinished_cells(source_root) if unfinished else ():
         target = dest_root / cell
-        # only a copy trained further replaces one: the target may have gone on since
-        if _is_finished(target) or _epoch(target) >= _epoch(source_root / cell):
+        # only a copy trained further replaces one: the target may have gone on since (the
+        # source's checkpoint is read only where the target has one)
+        trained = _epoch(target)
+        if _is_finished(target) or (trained and trained >= _epoch(source_root / cell)):
             present.append(str(cell))
-            continue
-        if target.is_dir():
-            shutil.rmtree(target)
-        _copy_cell(source_root / cell, target, portable=portable)
-        copied.append(str(cell))
+        else:
+            _replace_cell(source_root / cell, target, portable=portable)
+            copied.append(str(cell))
     return Carried(copied=copied, present=present)
 
 

@@ -1,12 +1,14 @@
 """The README's "frontier across horizons" table, from the published frontiers and the paper.
 
-Reads every ``results/frontier-<dataset>-H<horizon>-<unit>-linear/frontier.csv`` (published by
-``scripts/publish_results.py`` from ``qpriv frontier --methods dp-linear public ridge``), the
-LDPT paper's numbers (:mod:`qpriv.experiments.paper_numbers`) and our full-budget backbone
-numbers where a full-budget reproduction is published under ``results/`` (Table 3's earlier
-full-budget run otherwise, at ETTh1 H = 24 only), and prints one Markdown table: one row per
-(setting, method), each with the unit its eps is stated at, then one line per setting saying
-whether ``dp-linear`` beats the public floor.
+Reads every published frontier, ``results/frontier-<dataset>-H<horizon>-<unit>/frontier.csv``
+(every method, the transformer ones included) or, where that is not published yet,
+``results/frontier-<dataset>-H<horizon>-<unit>-linear/frontier.csv`` (``qpriv frontier
+--methods dp-linear public ridge``), both written by ``scripts/publish_results.py``; the LDPT
+paper's numbers (:mod:`qpriv.experiments.paper_numbers`); and our full-budget backbone numbers,
+from the full frontier where it is published, else from a full-budget reproduction under
+``results/`` (Table 3's earlier full-budget run otherwise, at ETTh1 H = 24 only). It prints one
+Markdown table: one row per (setting, method), each with the unit its eps is stated at, then one
+line per setting saying whether ``dp-linear`` beats the public floor.
 
     python scripts/frontier_table.py --results results
 """
@@ -25,7 +27,7 @@ from qpriv.tables import format_cell, format_table
 SETTINGS = (("ETTh1", 24), ("ETTh1", 96), ("ETTh1", 336), ("ETTh1", 720), ("ETTh2", 24))
 EPS = (0.1, 1.0)
 FOLDER = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-(?P<unit>record|window)"
-                    r"-linear$")
+                    r"(?P<linear>-linear)?$")
 
 UNITS = {
     "public": "none needed: reads no training data",
@@ -65,14 +67,20 @@ def _float(text: str) -> float | None:
 
 
 def frontiers(results: Path) -> dict[tuple[str, int, str], list[dict]]:
-    """The rows of every published linear frontier, by (dataset, horizon, unit)."""
-    found = {}
+    """The rows of every published frontier, by (dataset, horizon, unit): the full frontier
+    (every method) where it is published, else the linear one."""
+    found, full = {}, set()
     for folder in sorted(results.glob("frontier-*")):
         match = FOLDER.match(folder.name)
-        if match and (folder / "frontier.csv").is_file():
-            with (folder / "frontier.csv").open(newline="") as handle:
-                found[(match["dataset"], int(match["horizon"]), match["unit"])] = list(
-                    csv.DictReader(handle))
+        if not match or not (folder / "frontier.csv").is_file():
+            continue
+        key = (match["dataset"], int(match["horizon"]), match["unit"])
+        if match["linear"] and key in full:
+            continue
+        with (folder / "frontier.csv").open(newline="") as handle:
+            found[key] = list(csv.DictReader(handle))
+        if not match["linear"]:
+            full.add(key)
     return found
 
 
@@ -96,13 +104,18 @@ def _mean_sd(row: dict | None) -> str:
         "" if sd is None else " ± " + format_cell(sd, 2, significant=True))
 
 
-def _linear(rows: list[dict], method: str, eps: float | None) -> dict | None:
+def _row(rows: list[dict], method: str, eps: float | None) -> dict | None:
     return next((r for r in rows if r["method"] == method and _float(r["eps"]) == eps), None)
 
 
-def ours_backbone(reproduced: list[dict], dataset: str, horizon: int, method: str,
-                  eps: float | None) -> str:
-    """Our full-budget test MSE of a backbone method at a setting, or :data:`PENDING`."""
+def ours_backbone(published: Sequence[dict], reproduced: list[dict], dataset: str,
+                  horizon: int, method: str, eps: float | None) -> str:
+    """Our full-budget test MSE of a backbone method at a setting: from the setting's
+    published frontier rows (``published``), else a full-budget reproduction, else the earlier
+    run, else :data:`PENDING` or :data:`NOT_RUN`."""
+    row = _row(list(published), method, eps)
+    if row is not None and row.get("mse_mean"):
+        return _mean_sd(row)
     for row in reproduced:
         if (row.get("dataset"), _float(row.get("horizon", "")), row.get("method"),
                 _float(row.get("eps", ""))) == (dataset, horizon, method, eps) and row.get("mse"):
@@ -172,19 +185,19 @@ def table(results: Path) -> str:
         record = linear.get((dataset, horizon, "record"), [])
         window = linear.get((dataset, horizon, "window"), [])
         either = record or window
-        public, ridge = _linear(either, "public", None), _linear(either, "ridge", None)
+        public, ridge = _row(either, "public", None), _row(either, "ridge", None)
         rows.append([setting, "`public`", UNITS["public"], "-", _mean_sd(public), ""])
         rows.append([setting, "`ridge`", UNITS["ridge"], "-", _mean_sd(ridge), ""])
         for unit, frontier_rows in (("record", record), ("window", window)):
-            cells = [_linear(frontier_rows, "dp-linear", e) for e in EPS]
+            cells = [_row(frontier_rows, "dp-linear", e) for e in EPS]
             rows.append([setting, "`dp-linear`", UNITS[("dp-linear", unit)], eps_label,
                          " / ".join(_mean_sd(c) for c in cells), ""])
             if public is not None:
                 floors.append(verdict(setting, unit, float(public["mse_mean"]), cells))
         for method in ("ldpt", "dpsgd", "classical"):
             eps_values = EPS if method != "classical" else (None,)
-            ours = " / ".join(ours_backbone(reproduced, dataset, horizon, method, e)
-                              for e in eps_values)
+            ours = " / ".join(ours_backbone(record + window, reproduced, dataset, horizon,
+                                            method, e) for e in eps_values)
             printed = [paper(dataset, horizon, method, e) for e in eps_values]
             sources = sorted({p[1] for p in printed if p}, key=list(PAPER_TABLES).index)
             theirs = " / ".join(p[0] if p else "not printed" for p in printed)

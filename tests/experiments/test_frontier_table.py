@@ -20,8 +20,42 @@ def test_every_setting_has_both_units_published_and_its_paper_numbers(load_scrip
     for dataset, horizon in script.SETTINGS:
         for unit in ("record", "window"):
             rows = published[(dataset, horizon, unit)]
-            assert {r["method"] for r in rows} == {"dp-linear", "public", "ridge"}
+            assert {r["method"] for r in rows} >= {"dp-linear", "public", "ridge"}
             assert all(r["budget"] == "full" and r["failed_seeds"] == "0" for r in rows)
         assert script.paper(dataset, horizon, "ldpt", 0.1) is not None
     assert script.paper("ETTh1", 24, "dpsgd", 1.0) == ("0.6986", "table3")
     assert script.paper("ETTh1", 720, "dpsgd", 0.1) is None  # the paper prints none
+
+
+def _publish(folder: Path, rows: list[dict]) -> None:
+    folder.mkdir(parents=True)
+    columns = ["method", "eps", "unit", "mse_mean", "mse_sd", "budget", "failed_seeds"]
+    lines = [",".join(columns)] + [",".join(str(r.get(c, "")) for c in columns) for r in rows]
+    (folder / "frontier.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_full_frontier_replaces_the_linear_one_and_gives_the_backbone_rows(load_script,
+                                                                            tmp_path):
+    script = load_script("frontier_table")
+    linear = [{"method": m, "eps": e, "mse_mean": v, "mse_sd": 0.001}
+              for m, e, v in (("public", "", 0.35), ("ridge", "", 0.32),
+                              ("dp-linear", 0.1, 0.349), ("dp-linear", 1.0, 0.34))]
+    _publish(tmp_path / "frontier-ETTh1-H24-record-linear", linear)
+    _publish(tmp_path / "frontier-ETTh1-H24-window-linear", linear)
+    full = [{**r, "mse_mean": round(r["mse_mean"] - 0.01, 4)} for r in linear] + [
+        {"method": "ldpt", "eps": 0.1, "mse_mean": 0.5422},
+        {"method": "classical", "eps": "", "mse_mean": 0.3253}]
+    _publish(tmp_path / "frontier-ETTh1-H24-record", full)
+
+    published = script.frontiers(tmp_path)
+    assert {r["method"] for r in published[("ETTh1", 24, "record")]} >= {"ldpt", "classical"}
+    assert float(published[("ETTh1", 24, "record")][0]["mse_mean"]) == 0.34
+    assert {r["method"] for r in published[("ETTh1", 24, "window")]} == {
+        "public", "ridge", "dp-linear"}  # no full window frontier: the linear one stays
+    printed = script.table(tmp_path).splitlines()
+
+    def row(method: str) -> str:
+        return next(line for line in printed if f"| `{method}`" in line and "ETTh1, 24" in line)
+
+    assert "0.5422 / being computed" in row("ldpt")  # eps 0.1 from the frontier; 1 not in it
+    assert "0.3253" in row("classical")

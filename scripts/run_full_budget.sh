@@ -22,8 +22,8 @@
 #
 # Logs go to OUT/logs/<grid>.log. Pause both lanes (say, to time a benchmark) with
 # `pkill -STOP -f "qpriv (reproduce|frontier)"` and resume them with `pkill -CONT -f ...`.
-# On a Ray cluster, pass the forecasting grids `--executor ray` instead (README, "Running a grid
-# on many cores or a cluster").
+# On a Ray cluster, pass the grids `--executor ray` instead (README, "Running a grid on many
+# cores or a cluster"); the classifier figures hand out their runs too.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/full}

@@ -195,3 +195,24 @@ def test_a_task_on_another_node_sends_the_cell_back_and_the_driver_writes_it(tmp
                           out_dir=tmp_path / "driver", data_dir=None, threads=1)
     assert again.run_dir == here and again.finished
     assert again.work(progress=False) == answer["value"]
+
+
+def test_a_classifier_figure_runs_its_runs_as_tasks_with_the_local_numbers(tmp_path,
+                                                                          local_ray):
+    local = run_experiment("qml-figure7", budget=TINY, out_dir=tmp_path / "local",
+                           progress=False)
+    made = sorted((tmp_path / "local" / "cells" / "tiny" / "qml").iterdir())
+    runs = tmp_path / "ray" / "cells" / "tiny" / "qml"
+    runs.mkdir(parents=True)
+    kept = shutil.copy(made[0], runs)  # one finished run: read on the driver, not sent
+    stamp = Path(kept).stat().st_mtime_ns
+    lines: list[str] = []
+    report = run_experiment("qml-figure7", budget=TINY, out_dir=tmp_path / "ray",
+                            progress=False, executor="ray", announce=lines.append)
+
+    done = sorted(line.removeprefix("done: ") for line in lines if line.startswith("done: "))
+    assert done == sorted(p.stem for p in made[1:])  # every other run (trials too) a task
+    assert Path(kept).stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in runs.iterdir()) == [p.name for p in made]
+    assert report.rows == local.rows  # to the last bit
+    assert {row["model"] for row in report.rows} == {"mlp", "lipschitz", "quantum"}

@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 from qpriv.classification import run as classifier_run
 from qpriv.classification.data import synthetic_recipe_digest
 from qpriv.classification.tuning import lr_grid
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, QprivError
 from qpriv.experiments import qml
+from qpriv.experiments.executors import CellOutcome
 from qpriv.experiments.figures import qml_accuracy_vs_clip_panel
 from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
 from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
@@ -193,6 +194,67 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
     assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
     assert len(result["history"]) == plan.epochs
+
+
+class _Elsewhere:
+    """An executor whose runs are trained "on another node": each job's result comes back as
+    its value and this machine keeps no file of it (``fail``: the keys that raise instead)."""
+
+    name = "elsewhere"
+
+    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+        self.fail, self.trained = fail, []
+
+    def run(self, jobs, *, fingerprint, progress, announce=None):
+        outcomes = []
+        for job in jobs:
+            if job.finished:
+                outcomes.append(CellOutcome(job.key, "kept", value=job.work(progress=False)))
+                continue
+            assert not job.sends_files  # one JSON per run: the value is the run
+            self.trained.append(job.key)
+            if job.key in self.fail:
+                outcomes.append(CellOutcome(job.key, "failed", error="RuntimeError: lost"))
+                continue
+            value = job.work(progress=False)
+            (job.run_dir / f"{job.key}.json").unlink()  # written there, not here
+            outcomes.append(CellOutcome(job.key, "done", value=value))
+        return outcomes
+
+
+def test_runs_trained_elsewhere_are_kept_here_and_a_failed_one_is_named(tmp_path):
+    plan = PROTOCOLS["tiny"]
+    runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
+    local = qml.run_all(runs, plan=plan, out_dir=tmp_path / "local", progress=False)
+    trials = qml.tuning_trials(runs[0], plan)
+    assert len(trials) == len(plan.lr_factors)  # shared by both seeds: trained once
+
+    elsewhere = _Elsewhere()
+    results = qml.run_all(runs, plan=plan, out_dir=tmp_path / "far", progress=False,
+                          executor=elsewhere)
+    # the trials first (their rate is read before the runs are handed out), each once
+    assert elsewhere.trained == [t.key(plan) for t in trials] + [
+        r.key(plan) for r in (replace(run, lr=local[0]["request"]["lr"]) for run in runs)]
+    for mine, theirs in zip(local, results, strict=True):
+        assert theirs["accuracy"] == mine["accuracy"] and theirs["lr_tuning"] == mine["lr_tuning"]
+    kept = sorted(p.name for p in (tmp_path / "far" / "qml").iterdir())
+    assert kept == sorted(p.name for p in (tmp_path / "local" / "qml").iterdir())
+    assert len(kept) == len(trials) + len(runs)
+    again = _Elsewhere()  # everything is kept here now: nothing is handed out
+    assert qml.run_all(runs, plan=plan, out_dir=tmp_path / "far", progress=False,
+                       executor=again) == results
+    assert again.trained == []
+
+    broken = runs[1]
+    key = replace(broken, lr=local[1]["request"]["lr"]).key(plan)
+    failing = _Elsewhere(fail=frozenset({key}))
+    with pytest.raises(QprivError, match=rf"1 of 2 classifier runs failed, the first {key}: "
+                                         "RuntimeError: lost; the others are kept"):
+        qml.run_all(runs, plan=plan, out_dir=tmp_path / "half", progress=False,
+                    executor=failing)
+    names = {p.stem for p in (tmp_path / "half" / "qml").iterdir()}
+    assert replace(runs[0], lr=local[0]["request"]["lr"]).key(plan) in names
+    assert key not in names
 
 
 def _hand_result(accuracy: float, history: list[dict], **more) -> dict:

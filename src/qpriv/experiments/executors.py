@@ -64,6 +64,10 @@ class CellJob:
     module-level function of the package or a :func:`functools.partial` of one, with
     picklable arguments, so that a Ray task can import it on another machine. ``threads``:
     the CPU cores it uses. ``finished``: the cell was finished before the grid started.
+    ``sends_files``: a task run on another node than the driver's sends the files of
+    ``run_dir`` back (a forecasting cell's folder); False where ``run_dir`` is shared by many
+    cells and ``work``'s value is the whole cell (a classifier run's JSON), which the grid
+    writes itself.
     """
 
     key: str
@@ -71,6 +75,7 @@ class CellJob:
     work: Callable[..., Any]
     threads: int = 1
     finished: bool = False
+    sends_files: bool = True
 
 
 @dataclass

@@ -61,16 +61,18 @@ CONNECT_SECONDS = 5.0
 
 @ray.remote(max_retries=RETRIES)
 def run_cell_task(work: Callable[..., Any], *, fingerprint: Fingerprint, run_dir: str,
-                  driver_node: str) -> dict:
+                  driver_node: str, sends_files: bool = True) -> dict:
     """One cell on a Ray worker: check the node, run (or resume) the cell, and return what the
     grid needs (``value``), whether it resumed from a checkpoint, and, from a node other than
-    the driver's, the finished cell's files."""
+    the driver's, the finished cell's files (none where ``sends_files`` is False: the value
+    is the cell)."""
     fingerprint.check_here()
     directory = Path(run_dir)
     resumed = (directory / CHECKPOINT_FILE).is_file()
     value = work(progress=False)
     here = ray.get_runtime_context().get_node_id()
-    files = None if here == driver_node or not directory.is_dir() else run_files(directory)
+    files = None if here == driver_node or not sends_files or not directory.is_dir() \
+        else run_files(directory)
     return {"value": value, "resumed": resumed, "files": files}
 
 
@@ -146,7 +148,8 @@ class RayExecutor:
                 continue
             task = run_cell_task.options(num_cpus=job.threads, name=f"qpriv {job.key}")
             pending[task.remote(job.work, fingerprint=fingerprint,
-                                run_dir=str(job.run_dir), driver_node=driver_node)] = i
+                                run_dir=str(job.run_dir), driver_node=driver_node,
+                                sends_files=job.sends_files)] = i
         # the tasks in flight run as far as the cluster's CPUs go, the rest wait for them
         threads = max((jobs[i].threads for i in pending.values()), default=1)
         capacity = max(1, math.floor(ray.cluster_resources().get("CPU", 1.0) / threads))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import logging
 import os
 import shutil
 import signal
@@ -44,21 +43,6 @@ SLOW_CELL = Budget("slow", epochs=3, max_train_windows=6000, max_eval_windows=32
                    model=TINY.model, rigorous=False)
 """A cell whose epochs last seconds (classical, tiny model, 6000 windows: about 3-4 s each on
 two busy cores), so that a worker can be killed between two of them."""
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray for the module: 2 CPUs, a 200 MB object store, no dashboard, no token."""
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 2**20,
-             logging_level=logging.WARNING)
-    yield
-    ray.shutdown()
-    if saved is None:
-        os.environ.pop("RAY_AUTH_MODE", None)
-    else:
-        os.environ["RAY_AUTH_MODE"] = saved
 
 
 def test_a_grid_keeps_finished_cells_reports_a_failed_one_and_matches_local(tmp_path,
@@ -196,23 +180,3 @@ def test_a_task_on_another_node_sends_the_cell_back_and_the_driver_writes_it(tmp
     assert again.run_dir == here and again.finished
     assert again.work(progress=False) == answer["value"]
 
-
-def test_a_classifier_figure_runs_its_runs_as_tasks_with_the_local_numbers(tmp_path,
-                                                                          local_ray):
-    local = run_experiment("qml-figure7", budget=TINY, out_dir=tmp_path / "local",
-                           progress=False)
-    made = sorted((tmp_path / "local" / "cells" / "tiny" / "qml").iterdir())
-    runs = tmp_path / "ray" / "cells" / "tiny" / "qml"
-    runs.mkdir(parents=True)
-    kept = shutil.copy(made[0], runs)  # one finished run: read on the driver, not sent
-    stamp = Path(kept).stat().st_mtime_ns
-    lines: list[str] = []
-    report = run_experiment("qml-figure7", budget=TINY, out_dir=tmp_path / "ray",
-                            progress=False, executor="ray", announce=lines.append)
-
-    done = sorted(line.removeprefix("done: ") for line in lines if line.startswith("done: "))
-    assert done == sorted(p.stem for p in made[1:])  # every other run (trials too) a task
-    assert Path(kept).stat().st_mtime_ns == stamp
-    assert sorted(p.name for p in runs.iterdir()) == [p.name for p in made]
-    assert report.rows == local.rows  # to the last bit
-    assert {row["model"] for row in report.rows} == {"mlp", "lipschitz", "quantum"}

@@ -196,11 +196,11 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     assert len(result["history"]) == plan.epochs
 
 
-class _Elsewhere:
-    """An executor whose runs are trained "on another node": each job's result comes back as
-    its value and this machine keeps no file of it (``fail``: the keys that raise instead)."""
+class _Recording:
+    """An executor that trains each job here, in order, and records what it was handed
+    (``fail``: the keys that fail instead, as a lost task would)."""
 
-    name = "elsewhere"
+    name = "recording"
 
     def __init__(self, fail: frozenset[str] = frozenset()) -> None:
         self.fail, self.trained = fail, []
@@ -208,53 +208,69 @@ class _Elsewhere:
     def run(self, jobs, *, fingerprint, progress, announce=None):
         outcomes = []
         for job in jobs:
+            assert job.cell_files == (f"{job.key}.json",)  # the run's one file, not the folder
             if job.finished:
                 outcomes.append(CellOutcome(job.key, "kept", value=job.work(progress=False)))
                 continue
-            assert not job.sends_files  # one JSON per run: the value is the run
             self.trained.append(job.key)
             if job.key in self.fail:
                 outcomes.append(CellOutcome(job.key, "failed", error="RuntimeError: lost"))
-                continue
-            value = job.work(progress=False)
-            (job.run_dir / f"{job.key}.json").unlink()  # written there, not here
-            outcomes.append(CellOutcome(job.key, "done", value=value))
+            else:
+                outcomes.append(CellOutcome(job.key, "done", value=job.work(progress=False)))
         return outcomes
 
 
-def test_runs_trained_elsewhere_are_kept_here_and_a_failed_one_is_named(tmp_path):
+def test_an_executor_gets_the_trials_first_then_each_run_once_at_its_tuned_rate(tmp_path):
     plan = PROTOCOLS["tiny"]
     runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
     local = qml.run_all(runs, plan=plan, out_dir=tmp_path / "local", progress=False)
     trials = qml.tuning_trials(runs[0], plan)
-    assert len(trials) == len(plan.lr_factors)  # shared by both seeds: trained once
 
-    elsewhere = _Elsewhere()
-    results = qml.run_all(runs, plan=plan, out_dir=tmp_path / "far", progress=False,
-                          executor=elsewhere)
-    # the trials first (their rate is read before the runs are handed out), each once
-    assert elsewhere.trained == [t.key(plan) for t in trials] + [
-        r.key(plan) for r in (replace(run, lr=local[0]["request"]["lr"]) for run in runs)]
+    handed = _Recording()
+    results = qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
+                          executor=handed)
+    # the trials first (their rate is read before the runs are handed out), each once,
+    # though both seeds share them
+    tuned = [replace(run, lr=local[0]["request"]["lr"]) for run in runs]
+    assert handed.trained == [t.key(plan) for t in trials] + [r.key(plan) for r in tuned]
     for mine, theirs in zip(local, results, strict=True):
         assert theirs["accuracy"] == mine["accuracy"] and theirs["lr_tuning"] == mine["lr_tuning"]
-    kept = sorted(p.name for p in (tmp_path / "far" / "qml").iterdir())
-    assert kept == sorted(p.name for p in (tmp_path / "local" / "qml").iterdir())
-    assert len(kept) == len(trials) + len(runs)
-    again = _Elsewhere()  # everything is kept here now: nothing is handed out
-    assert qml.run_all(runs, plan=plan, out_dir=tmp_path / "far", progress=False,
+    assert "lr_tuning" in json.loads(qml.run_path(tuned[0], plan=plan,
+                                                  out_dir=tmp_path / "handed").read_text())
+    again = _Recording()  # everything is kept now: nothing is handed out
+    assert qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
                        executor=again) == results
     assert again.trained == []
+    damaged = qml.run_path(tuned[1], plan=plan, out_dir=tmp_path / "handed")
+    damaged.write_text('{"accuracy": 0.9, "hist')  # a damaged run is handed out again
+    qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False, executor=again)
+    assert again.trained == [tuned[1].key(plan)]
 
-    broken = runs[1]
-    key = replace(broken, lr=local[1]["request"]["lr"]).key(plan)
-    failing = _Elsewhere(fail=frozenset({key}))
-    with pytest.raises(QprivError, match=rf"1 of 2 classifier runs failed, the first {key}: "
+
+def test_a_failed_run_is_named_after_the_others_are_kept(tmp_path):
+    plan = PROTOCOLS["tiny"]
+    runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
+    other = Run(model="mlp", clip=10.0, batch=64, seed=2024)  # another configuration
+    rate = qml.tuned_rate(runs[0], plan=plan, out_dir=tmp_path / "a", progress=False)["lr"]
+    first = replace(runs[0], lr=rate).key(plan)
+    with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {first}: "
                                          "RuntimeError: lost; the others are kept"):
-        qml.run_all(runs, plan=plan, out_dir=tmp_path / "half", progress=False,
+        qml.run_all(runs, plan=plan, out_dir=tmp_path / "a", progress=False,
+                    executor=_Recording(fail=frozenset({first})))
+    kept = {p.stem for p in (tmp_path / "a" / "qml").iterdir()}
+    assert replace(runs[1], lr=rate).key(plan) in kept and first not in kept
+
+    # a failed rate trial: its configuration's runs wait, the other configuration trains
+    trial = qml.tuning_trials(runs[0], plan)[0].key(plan)
+    failing = _Recording(fail=frozenset({trial}))
+    with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {trial}: "
+                                         "RuntimeError: lost; 2 runs wait on a failed rate"):
+        qml.run_all([*runs, other], plan=plan, out_dir=tmp_path / "b", progress=False,
                     executor=failing)
-    names = {p.stem for p in (tmp_path / "half" / "qml").iterdir()}
-    assert replace(runs[0], lr=local[0]["request"]["lr"]).key(plan) in names
-    assert key not in names
+    kept = {p.stem for p in (tmp_path / "b" / "qml").iterdir()}
+    assert not any(key.endswith(("-s2024", "-s2025")) and "C1.5" in key and "val" not in key
+                   for key in kept)
+    assert sum("C10" in key and "val" not in key for key in kept) == 1
 
 
 def _hand_result(accuracy: float, history: list[dict], **more) -> dict:

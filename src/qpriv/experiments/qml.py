@@ -122,13 +122,14 @@ from qpriv.errors import InvalidInputError, QprivError
 from qpriv.experiments.executors import (
     FAILED,
     CellJob,
+    CellOutcome,
     Executor,
     Fingerprint,
     LocalExecutor,
 )
 from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
 from qpriv.runs.cache import cached_json
-from qpriv.runs.files import atomic_write_json
+from qpriv.runs.files import read_json_object
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
@@ -366,56 +367,72 @@ def run_all(runs: Sequence[Run], *, plan: Protocol, out_dir: Path, progress: boo
     ``progress``).
 
     Each run is seeded, so the order changes no number. A run trained on another node comes
-    back as its result, which is written here (atomically) where this machine has no copy.
+    back as its JSON, which the executor writes here as it arrives.
 
     Raises:
-        QprivError: some runs failed (after every other run has finished and been kept); the
-            message names the first and how many.
+        QprivError: some runs failed. Every other run of ``runs`` has been trained and kept
+            by then, except those whose rate waits on a failed trial; the message names the
+            first failure and how many runs failed or waited.
     """
     executor = LocalExecutor() if executor is None else executor
     out_dir = Path(out_dir).absolute()
-    trials = [trial for run in runs if tunes(run, plan) for trial in tuning_trials(run, plan)]
     announce = announce or (_say if progress else None)
-    _train_all([(trial, None) for trial in trials], plan=plan, out_dir=out_dir,
-               progress=progress, executor=executor, announce=announce)
-    resolved = []
+    trials = [trial for run in runs if tunes(run, plan) for trial in tuning_trials(run, plan)]
+    _, failed = _train_all([(trial, None) for trial in trials], plan=plan, out_dir=out_dir,
+                           progress=progress, executor=executor, announce=announce)
+    lost = {outcome.key for outcome in failed}
+    resolved: list[tuple[Run, dict | None] | None] = []
     for run in runs:  # the trials are kept now: each tuned rate is read, not trained
-        tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=False) \
-            if tunes(run, plan) else None
-        resolved.append((run if tuning is None else replace(run, lr=tuning["lr"]), tuning))
-    return _train_all(resolved, plan=plan, out_dir=out_dir, progress=progress,
-                      executor=executor, announce=announce)
+        if not tunes(run, plan):
+            resolved.append((run, None))
+        elif lost & {trial.key(plan) for trial in tuning_trials(run, plan)}:
+            resolved.append(None)  # its rate cannot be chosen
+        else:
+            tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=False)
+            resolved.append((replace(run, lr=tuning["lr"]), tuning))
+    values, failed_runs = _train_all([pair for pair in resolved if pair is not None],
+                                     plan=plan, out_dir=out_dir, progress=progress,
+                                     executor=executor, announce=announce)
+    failed += failed_runs
+    if failed:
+        waiting = resolved.count(None)
+        raise QprivError(
+            f"{len(failed)} classifier runs failed, the first {failed[0].key}: "
+            f"{failed[0].error}"
+            + (f"; {waiting} runs wait on a failed rate trial" if waiting else "")
+            + "; the others are kept: run the command again to retry the rest")
+    return [values[pair[0].key(plan)] for pair in resolved if pair is not None]
 
 
 def _train_all(runs: Sequence[tuple[Run, dict | None]], *, plan: Protocol, out_dir: Path,
                progress: bool, executor: Executor, announce: Announce | None
-               ) -> list[dict]:
-    """The results of runs at their own rates (each with its tuning record), in order; each
-    distinct run trained once, by ``executor``."""
-    distinct = {run.key(plan): (run, tuning) for run, tuning in runs}
-    jobs = [CellJob(key=key, run_dir=out_dir / RUN_DIR, sends_files=False,
-                    finished=run_path(run, plan=plan, out_dir=out_dir).is_file(),
+               ) -> tuple[dict[str, dict], list[CellOutcome]]:
+    """The results of runs at their own rates (each with its tuning record) by key, and the
+    outcomes of those that failed; each distinct run trained once, by ``executor``."""
+    distinct: dict[str, tuple[Run, dict | None]] = {}
+    for run, tuning in runs:
+        distinct.setdefault(run.key(plan), (run, tuning))
+    jobs = [CellJob(key=key, run_dir=out_dir / RUN_DIR, cell_files=(f"{key}.json",),
+                    finished=_kept(run_path(run, plan=plan, out_dir=out_dir)),
                     work=functools.partial(stored_run, run, plan=plan, out_dir=out_dir,
                                            tuning=tuning))
             for key, (run, tuning) in distinct.items()]
     if not jobs:
-        return []
+        return {}, []
     outcomes = executor.run(jobs, fingerprint=Fingerprint.here(), progress=progress,
                             announce=announce)
-    values = {}
-    for (key, (run, _)), outcome in zip(distinct.items(), outcomes, strict=True):
-        if outcome.state == FAILED:
-            continue
-        path = run_path(run, plan=plan, out_dir=out_dir)
-        if not path.is_file():  # trained on another node: its result is the run
-            atomic_write_json(path, outcome.value)
-        values[key] = outcome.value
-    failed = [outcome for outcome in outcomes if outcome.state == FAILED]
-    if failed:
-        raise QprivError(
-            f"{len(failed)} of {len(jobs)} classifier runs failed, the first {failed[0].key}: "
-            f"{failed[0].error}; the others are kept: run the command again to retry them")
-    return [values[run.key(plan)] for run, _ in runs]
+    return ({outcome.key: outcome.value for outcome in outcomes if outcome.state != FAILED},
+            [outcome for outcome in outcomes if outcome.state == FAILED])
+
+
+def _kept(path: Path) -> bool:
+    """Whether ``path`` holds a run's readable JSON (a damaged one is a run to train again,
+    handed out like any other)."""
+    try:
+        read_json_object(path, fix="")
+    except InvalidInputError:
+        return False
+    return True
 
 
 def _say(line: str) -> None:
@@ -537,8 +554,8 @@ def figure7_runs(plan: Protocol, seeds: Sequence[int]) -> list[Run]:
 
 
 def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
-            executor: Executor | None = None,
-            announce: Announce | None = None, **_: object) -> list[dict]:
+            executor: Executor | None = None, announce: Announce | None = None,
+            **_: object) -> list[dict]:
     """Figure 2: test accuracy against C for every |B|, clipping only (no noise), with the
     final clipping statistics that explain it (p_clip, A_C, bias, norms); the clipless row
     (no noise either) for every |B|."""
@@ -552,8 +569,8 @@ def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
 
 
 def figure7(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
-            executor: Executor | None = None,
-            announce: Announce | None = None, **_: object) -> list[dict]:
+            executor: Executor | None = None, announce: Announce | None = None,
+            **_: object) -> list[dict]:
     """Figure 7: test accuracy against C for every eps (DP-SGD at a fixed budget, |B| = 64),
     with the final clipping statistics and the labelled privacy of each row; the clipless row
     for every eps."""
@@ -642,8 +659,8 @@ MSE_METRICS = ("test_accuracy", "mse_total", "mse_sampling_variance", "mse_noise
 
 
 def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
-            executor: Executor | None = None,
-            announce: Announce | None = None, **_: object) -> list[dict]:
+            executor: Executor | None = None, announce: Announce | None = None,
+            **_: object) -> list[dict]:
     """Figure 8: the update MSE (eq. 12) and its three parts per epoch, with test accuracy,
     for the MLP and the quantum classifier under DP-SGD at C = 1.5, eps = 10, |B| = 64."""
     plan = protocol(budget)
@@ -651,8 +668,8 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
     for model in DEEP_MODELS:
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS)
                 for s in seeds_for(seeds, plan)]
-        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress, executor=executor,
-                      announce=announce)
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress,
+                          executor=executor, announce=announce)
         first = ClassifierResult.from_json(results[0])
         fixed = {"variant": f"{VARIANT[(model, True)]} + noise", "model": model,
                  "clip": DEEP_CLIP, "batch": DEEP_BATCH, "eps": DEEP_EPS,
@@ -665,8 +682,8 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
 
 
 def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
-             executor: Executor | None = None,
-            announce: Announce | None = None, **_: object) -> list[dict]:
+             executor: Executor | None = None, announce: Announce | None = None,
+             **_: object) -> list[dict]:
     """Figure 10: per epoch, the CNN and the quantum image classifier (digits, C = 1.5,
     eps = 10, |B| = 64): test accuracy and distance from the unclipped loss, with the
     unclipped twin's final accuracy (``unclipped_accuracy``) and the parameter counts."""
@@ -675,8 +692,8 @@ def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: b
     for model in IMAGE_MODELS:
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS,
                     task="digits", reference=True) for s in seeds_for(seeds, plan)]
-        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress, executor=executor,
-                      announce=announce)
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress,
+                          executor=executor, announce=announce)
         first = ClassifierResult.from_json(results[0])
         fixed: dict[str, Any] = {"variant": model, "model": model, "clip": DEEP_CLIP,
                                  "batch": DEEP_BATCH, "eps": DEEP_EPS, "lr": first.lr,

@@ -131,8 +131,10 @@ def run_experiment(
     failures: list[dict] = []
     if exp.compute is not None:
         handed = {"executor": runs, "announce": announce} if exp.distributes else {}
-        rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds, progress=progress,
-                           out_dir=out / "cells" / budget.name, **handed)
+        with runs.session():  # one cluster for every batch of runs the grid hands out
+            rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds,
+                               progress=progress, out_dir=out / "cells" / budget.name,
+                               **handed)
     else:
         cells = exp.cells(seeds)
         # every dataset found (or downloaded) once, before any cell: data that cannot be had

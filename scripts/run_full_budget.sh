@@ -22,8 +22,8 @@
 #
 # Logs go to OUT/logs/<grid>.log. Pause both lanes (say, to time a benchmark) with
 # `pkill -STOP -f "qpriv (reproduce|frontier)"` and resume them with `pkill -CONT -f ...`.
-# On a Ray cluster, pass the forecasting grids `--executor ray` instead (README, "Running a grid
-# on many cores or a cluster").
+# On a Ray cluster, pass the grids `--executor ray` instead (README, "Running a grid on many
+# cores or a cluster"); the classifier figures hand out their runs too.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/full}
@@ -70,14 +70,19 @@ grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under
     exec {fd}>&-
 }
 
-frontier() {  # frontier DATASET HORIZON UNIT
-    grid "$1-H$2" "frontier-$1-H$2-$3" frontier "$1-H$2-$3" \
-        frontier --dataset "$1" --horizon "$2" --unit "$3" --out "$OUT" --threads 1
+frontier() {  # frontier DATASET HORIZON UNIT [EPS...]: every eps of the default where none given
+    local dataset=$1 horizon=$2 unit=$3
+    shift 3
+    grid "$dataset-H$horizon" "frontier-$dataset-H$horizon-$unit" frontier \
+        "$dataset-H$horizon-$unit" frontier --dataset "$dataset" --horizon "$horizon" \
+        --unit "$unit" ${1:+--eps "$@"} --out "$OUT" --threads 1
 }
 
-# the frontier table's other settings: 9 transformer cells each (about 1-2 h a cell), shared
-# between the two units
+# the frontier table's other settings, at the two eps the table shows (0.1 and 1): 5
+# transformer cells each (about 1-1.5 h a cell) instead of 9, shared between the two units;
+# their closed-form methods at every eps are published in the *-linear folders
 OTHER_SETTINGS=("ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24")
+OTHER_EPS=(0.1 1)
 
 forecasting() {
     grid ETTh1-H24 table3 reproduce table3 reproduce table3 --out "$OUT" --threads 1
@@ -85,8 +90,8 @@ forecasting() {
     frontier ETTh1 24 window
     grid ETTh1-H24 table9 reproduce table9 reproduce table9 --out "$OUT" --threads 1
     for setting in "${OTHER_SETTINGS[@]}"; do
-        frontier $setting record
-        frontier $setting window
+        frontier $setting record "${OTHER_EPS[@]}"
+        frontier $setting window "${OTHER_EPS[@]}"
     done
 }
 
@@ -97,8 +102,8 @@ classifiers() {
     done
     # then the forecasting frontiers from the far end, until the lanes meet
     for ((i = ${#OTHER_SETTINGS[@]} - 1; i >= 0; i--)); do
-        frontier ${OTHER_SETTINGS[$i]} record
-        frontier ${OTHER_SETTINGS[$i]} window
+        frontier ${OTHER_SETTINGS[$i]} record "${OTHER_EPS[@]}"
+        frontier ${OTHER_SETTINGS[$i]} window "${OTHER_EPS[@]}"
     done
 }
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import logging
 import os
 import shutil
 import signal
@@ -44,21 +43,6 @@ SLOW_CELL = Budget("slow", epochs=3, max_train_windows=6000, max_eval_windows=32
                    model=TINY.model, rigorous=False)
 """A cell whose epochs last seconds (classical, tiny model, 6000 windows: about 3-4 s each on
 two busy cores), so that a worker can be killed between two of them."""
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    """A local Ray for the module: 2 CPUs, a 200 MB object store, no dashboard, no token."""
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 2**20,
-             logging_level=logging.WARNING)
-    yield
-    ray.shutdown()
-    if saved is None:
-        os.environ.pop("RAY_AUTH_MODE", None)
-    else:
-        os.environ["RAY_AUTH_MODE"] = saved
 
 
 def test_a_grid_keeps_finished_cells_reports_a_failed_one_and_matches_local(tmp_path,
@@ -195,3 +179,4 @@ def test_a_task_on_another_node_sends_the_cell_back_and_the_driver_writes_it(tmp
                           out_dir=tmp_path / "driver", data_dir=None, threads=1)
     assert again.run_dir == here and again.finished
     assert again.work(progress=False) == answer["value"]
+

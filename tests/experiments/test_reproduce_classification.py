@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 from qpriv.classification import run as classifier_run
 from qpriv.classification.data import synthetic_recipe_digest
 from qpriv.classification.tuning import lr_grid
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, QprivError
 from qpriv.experiments import qml
+from qpriv.experiments.executors import CellOutcome
 from qpriv.experiments.figures import qml_accuracy_vs_clip_panel
 from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
 from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
@@ -193,6 +194,83 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
     assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
     assert len(result["history"]) == plan.epochs
+
+
+class _Recording:
+    """An executor that trains each job here, in order, and records what it was handed
+    (``fail``: the keys that fail instead, as a lost task would)."""
+
+    name = "recording"
+
+    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+        self.fail, self.trained = fail, []
+
+    def run(self, jobs, *, fingerprint, progress, announce=None):
+        outcomes = []
+        for job in jobs:
+            assert job.cell_files == (f"{job.key}.json",)  # the run's one file, not the folder
+            if job.finished:
+                outcomes.append(CellOutcome(job.key, "kept", value=job.work(progress=False)))
+                continue
+            self.trained.append(job.key)
+            if job.key in self.fail:
+                outcomes.append(CellOutcome(job.key, "failed", error="RuntimeError: lost"))
+            else:
+                outcomes.append(CellOutcome(job.key, "done", value=job.work(progress=False)))
+        return outcomes
+
+
+def test_an_executor_gets_the_trials_first_then_each_run_once_at_its_tuned_rate(tmp_path):
+    plan = PROTOCOLS["tiny"]
+    runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
+    local = qml.run_all(runs, plan=plan, out_dir=tmp_path / "local", progress=False)
+    trials = qml.tuning_trials(runs[0], plan)
+
+    handed = _Recording()
+    results = qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
+                          executor=handed)
+    # the trials first (their rate is read before the runs are handed out), each once,
+    # though both seeds share them
+    tuned = [replace(run, lr=local[0]["request"]["lr"]) for run in runs]
+    assert handed.trained == [t.key(plan) for t in trials] + [r.key(plan) for r in tuned]
+    for mine, theirs in zip(local, results, strict=True):
+        assert theirs["accuracy"] == mine["accuracy"] and theirs["lr_tuning"] == mine["lr_tuning"]
+    assert "lr_tuning" in json.loads(qml.run_path(tuned[0], plan=plan,
+                                                  out_dir=tmp_path / "handed").read_text())
+    again = _Recording()  # everything is kept now: nothing is handed out
+    assert qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
+                       executor=again) == results
+    assert again.trained == []
+    damaged = qml.run_path(tuned[1], plan=plan, out_dir=tmp_path / "handed")
+    damaged.write_text('{"accuracy": 0.9, "hist')  # a damaged run is handed out again
+    qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False, executor=again)
+    assert again.trained == [tuned[1].key(plan)]
+
+
+def test_a_failed_run_is_named_after_the_others_are_kept(tmp_path):
+    plan = PROTOCOLS["tiny"]
+    runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
+    other = Run(model="mlp", clip=10.0, batch=64, seed=2024)  # another configuration
+    rate = qml.tuned_rate(runs[0], plan=plan, out_dir=tmp_path / "a", progress=False)["lr"]
+    first = replace(runs[0], lr=rate).key(plan)
+    with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {first}: "
+                                         "RuntimeError: lost; the others are kept"):
+        qml.run_all(runs, plan=plan, out_dir=tmp_path / "a", progress=False,
+                    executor=_Recording(fail=frozenset({first})))
+    kept = {p.stem for p in (tmp_path / "a" / "qml").iterdir()}
+    assert replace(runs[1], lr=rate).key(plan) in kept and first not in kept
+
+    # a failed rate trial: its configuration's runs wait, the other configuration trains
+    trial = qml.tuning_trials(runs[0], plan)[0].key(plan)
+    failing = _Recording(fail=frozenset({trial}))
+    with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {trial}: "
+                                         "RuntimeError: lost; 2 runs wait on a failed rate"):
+        qml.run_all([*runs, other], plan=plan, out_dir=tmp_path / "b", progress=False,
+                    executor=failing)
+    kept = {p.stem for p in (tmp_path / "b" / "qml").iterdir()}
+    assert not any(key.endswith(("-s2024", "-s2025")) and "C1.5" in key and "val" not in key
+                   for key in kept)
+    assert sum("C10" in key and "val" not in key for key in kept) == 1
 
 
 def _hand_result(accuracy: float, history: list[dict], **more) -> dict:

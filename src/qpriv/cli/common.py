@@ -68,7 +68,7 @@ def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
                         help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
     parser.add_argument("--executor", choices=EXECUTORS, default=EXECUTORS[0],
                         help="local: the cells one after the other here; ray: one Ray task per "
-                             "unfinished cell (pip install 'qpriv[ray]')")
+                             "unfinished cell, or classifier run (pip install 'qpriv[ray]')")
     parser.add_argument("--address",
                         help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else "
                              "a local Ray started for the command and stopped after)")

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -31,6 +32,7 @@ import importlib.metadata
 import socket
 import traceback
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -64,6 +66,10 @@ class CellJob:
     module-level function of the package or a :func:`functools.partial` of one, with
     picklable arguments, so that a Ray task can import it on another machine. ``threads``:
     the CPU cores it uses. ``finished``: the cell was finished before the grid started.
+    ``cell_files``: the files of ``run_dir`` that make up the cell, the last one written last
+    (a task run on another node than the driver's sends them back and the driver writes them
+    as it arrives); None: every file of ``run_dir``, ``result.json`` last (a forecasting
+    cell's folder). A classifier run names its one JSON file in a folder that many runs share.
     """
 
     key: str
@@ -71,6 +77,7 @@ class CellJob:
     work: Callable[..., Any]
     threads: int = 1
     finished: bool = False
+    cell_files: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -99,6 +106,11 @@ class Executor(Protocol):
             announce: Callable[[str], None] | None = None) -> list[CellOutcome]:
         """Run ``jobs``; return their outcomes in the same order. ``announce`` receives a line
         per cell as it starts, ends or fails; ``progress`` shows a bar over the cells."""
+        ...
+
+    def session(self) -> AbstractContextManager[None]:
+        """A block over which a cluster joined by :meth:`run` is kept (a grid that hands out
+        its runs in several batches joins once)."""
         ...
 
 
@@ -189,6 +201,10 @@ class LocalExecutor:
     """The cells one after the other in this process (qpriv's default)."""
 
     name = "local"
+
+    def session(self) -> AbstractContextManager[None]:
+        """Nothing to join."""
+        return contextlib.nullcontext()
 
     def run(self, jobs: Sequence[CellJob], *, fingerprint: Fingerprint, progress: bool,
             announce: Callable[[str], None] | None = None) -> list[CellOutcome]:

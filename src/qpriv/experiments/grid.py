@@ -123,6 +123,10 @@ class Experiment:
     """Measured ``--quick`` wall time of a computed experiment (cells are estimated per cell)."""
     stamp: Callable[[Budget], str] = budget_stamp
     """The budget's line on the figure (the classifier figures spend theirs differently)."""
+    distributes: bool = False
+    """Whether ``compute`` hands its runs to the grid's executor (keywords ``executor`` and
+    ``announce``: the classifier figures' runs), so that ``--executor ray`` runs them as Ray
+    tasks; the other computed tables run only here."""
 
 
 # -- grid builders --------------------------------------------------------------------------

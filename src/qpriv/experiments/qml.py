@@ -107,8 +107,9 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -117,9 +118,18 @@ from qpriv.classification.data import VALIDATION_FRACTION, synthetic_recipe_dige
 from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import ANALYTIC_DEFAULTS, ANALYTIC_TAU, train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, QprivError
+from qpriv.experiments.executors import (
+    FAILED,
+    CellJob,
+    CellOutcome,
+    Executor,
+    Fingerprint,
+    LocalExecutor,
+)
 from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
 from qpriv.runs.cache import cached_json
+from qpriv.runs.files import read_json_object
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
@@ -144,6 +154,8 @@ seeds."""
 VARIANT = {("mlp", False): "classical", ("mlp", True): "clipped classical",
            ("quantum", False): "quantum", ("quantum", True): "clipped quantum"}
 RUN_DIR = "qml"
+Announce = Callable[[str], None]
+"""What receives a line per run as the executor starts, ends or fails it."""
 
 
 @dataclass(frozen=True)
@@ -287,25 +299,49 @@ class Run:
         return "-".join(parts)
 
 
+def tunes(run: Run, plan: Protocol) -> bool:
+    """Whether ``run``'s rate is tuned first: ``plan`` tunes and ``run`` gives no rate (a
+    tuning trial gives its own)."""
+    return bool(plan.lr_factors) and run.lr is None and not run.validation
+
+
+def tuning_trials(run: Run, plan: Protocol) -> list[Run]:
+    """The tuning trials of ``run``'s configuration: one per rate of the grid, at
+    :data:`TUNING_SEED`, scored on the validation share."""
+    return [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
+            for lr in lr_grid(run.base_rate, plan.lr_factors)]
+
+
 def tuned_rate(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
     """The tuning record of ``run``'s configuration (:func:`~qpriv.classification.tuning.
     tuning_record`): one stored trial per rate of the grid at :data:`TUNING_SEED`."""
-    trials = [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
-              for lr in lr_grid(run.base_rate, plan.lr_factors)]
     return tuning_record([(trial.lr, finished_run(trial, plan=plan, out_dir=out_dir,
-                                                  progress=progress)) for trial in trials],
+                                                  progress=progress))
+                          for trial in tuning_trials(run, plan)],
                          validation=VALIDATION_FRACTION)
+
+
+def run_path(run: Run, *, plan: Protocol, out_dir: Path) -> Path:
+    """Where ``run``'s result is kept: ``out_dir/qml/<key>.json``."""
+    return Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json"
 
 
 def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
     """The result of ``run``: read from ``out_dir/qml/<key>.json`` or trained and written.
     Where ``plan`` tunes and ``run`` has no rate, the rate is tuned first (trials stored the
     same way) and the result carries ``lr_tuning``."""
-
     tuning = None
-    if plan.lr_factors and run.lr is None and not run.validation:
+    if tunes(run, plan):
         tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=progress)
         run = replace(run, lr=tuning["lr"])
+    return stored_run(run, plan=plan, out_dir=out_dir, progress=progress, tuning=tuning)
+
+
+def stored_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool,
+               tuning: dict | None = None) -> dict:
+    """The result of ``run`` at its own rate: read back, or trained and written, with
+    ``tuning`` (the record its rate was chosen by, if any) stored beside it as ``lr_tuning``.
+    A module-level function of the package, so that an executor can hand it to a Ray task."""
 
     def train() -> dict:
         result = train_classifier(**run.arguments(plan), threads=1, progress=False)
@@ -317,20 +353,90 @@ def finished_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> 
         return result
 
     # a cache of a seeded run: a damaged one is trained again
-    result = cached_json(Path(out_dir) / RUN_DIR / f"{run.key(plan)}.json", train,
+    result = cached_json(run_path(run, plan=plan, out_dir=out_dir), train,
                          damaged="recompute", fix="it is trained again")
     return {**result, "lr_tuning": tuning} if tuning else result
 
 
-def run_all(runs: Sequence[Run], *, plan: Protocol, out_dir: Path, progress: bool
-            ) -> list[dict]:
-    """Every run's result, in order (finished ones read back)."""
-    results = []
-    for i, run in enumerate(runs, 1):
-        if progress:
-            print(f"[{i}/{len(runs)}] {run.key(plan)}", file=sys.stderr)
-        results.append(finished_run(run, plan=plan, out_dir=out_dir, progress=progress))
-    return results
+def run_all(runs: Sequence[Run], *, plan: Protocol, out_dir: Path, progress: bool,
+            executor: Executor | None = None, announce: Announce | None = None) -> list[dict]:
+    """Every run's result, in order (finished ones read back), the others trained by
+    ``executor`` (None: here, one after the other; ``ray``: one Ray task per run): first the
+    tuning trials of every configuration whose rate is tuned, then every run at its rate.
+    ``announce`` receives the executor's line per run (None: printed on stderr where
+    ``progress``).
+
+    Each run is seeded, so the order changes no number. A run trained on another node comes
+    back as its JSON, which the executor writes here as it arrives.
+
+    Raises:
+        QprivError: some runs failed. Every other run of ``runs`` has been trained and kept
+            by then, except those whose rate waits on a failed trial; the message names the
+            first failure and how many runs failed or waited.
+    """
+    executor = LocalExecutor() if executor is None else executor
+    out_dir = Path(out_dir).absolute()
+    announce = announce or (_say if progress else None)
+    trials = [trial for run in runs if tunes(run, plan) for trial in tuning_trials(run, plan)]
+    _, failed = _train_all([(trial, None) for trial in trials], plan=plan, out_dir=out_dir,
+                           progress=progress, executor=executor, announce=announce)
+    lost = {outcome.key for outcome in failed}
+    resolved: list[tuple[Run, dict | None] | None] = []
+    for run in runs:  # the trials are kept now: each tuned rate is read, not trained
+        if not tunes(run, plan):
+            resolved.append((run, None))
+        elif lost & {trial.key(plan) for trial in tuning_trials(run, plan)}:
+            resolved.append(None)  # its rate cannot be chosen
+        else:
+            tuning = tuned_rate(run, plan=plan, out_dir=out_dir, progress=False)
+            resolved.append((replace(run, lr=tuning["lr"]), tuning))
+    values, failed_runs = _train_all([pair for pair in resolved if pair is not None],
+                                     plan=plan, out_dir=out_dir, progress=progress,
+                                     executor=executor, announce=announce)
+    failed += failed_runs
+    if failed:
+        waiting = resolved.count(None)
+        raise QprivError(
+            f"{len(failed)} classifier runs failed, the first {failed[0].key}: "
+            f"{failed[0].error}"
+            + (f"; {waiting} runs wait on a failed rate trial" if waiting else "")
+            + "; the others are kept: run the command again to retry the rest")
+    return [values[pair[0].key(plan)] for pair in resolved if pair is not None]
+
+
+def _train_all(runs: Sequence[tuple[Run, dict | None]], *, plan: Protocol, out_dir: Path,
+               progress: bool, executor: Executor, announce: Announce | None
+               ) -> tuple[dict[str, dict], list[CellOutcome]]:
+    """The results of runs at their own rates (each with its tuning record) by key, and the
+    outcomes of those that failed; each distinct run trained once, by ``executor``."""
+    distinct: dict[str, tuple[Run, dict | None]] = {}
+    for run, tuning in runs:
+        distinct.setdefault(run.key(plan), (run, tuning))
+    jobs = [CellJob(key=key, run_dir=out_dir / RUN_DIR, cell_files=(f"{key}.json",),
+                    finished=_kept(run_path(run, plan=plan, out_dir=out_dir)),
+                    work=functools.partial(stored_run, run, plan=plan, out_dir=out_dir,
+                                           tuning=tuning))
+            for key, (run, tuning) in distinct.items()]
+    if not jobs:
+        return {}, []
+    outcomes = executor.run(jobs, fingerprint=Fingerprint.here(), progress=progress,
+                            announce=announce)
+    return ({outcome.key: outcome.value for outcome in outcomes if outcome.state != FAILED},
+            [outcome for outcome in outcomes if outcome.state == FAILED])
+
+
+def _kept(path: Path) -> bool:
+    """Whether ``path`` holds a run's readable JSON (a damaged one is a run to train again,
+    handed out like any other)."""
+    try:
+        read_json_object(path, fix="")
+    except InvalidInputError:
+        return False
+    return True
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def seeds_for(seeds: Sequence[int], plan: Protocol) -> tuple[int, ...]:
@@ -448,26 +554,30 @@ def figure7_runs(plan: Protocol, seeds: Sequence[int]) -> list[Run]:
 
 
 def figure2(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            executor: Executor | None = None, announce: Announce | None = None,
             **_: object) -> list[dict]:
     """Figure 2: test accuracy against C for every |B|, clipping only (no noise), with the
     final clipping statistics that explain it (p_clip, A_C, bias, norms); the clipless row
     (no noise either) for every |B|."""
     plan = protocol(budget)
     runs = figure2_runs(plan, seeds)
-    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress, executor=executor,
+                      announce=announce)
     grouped = _group(runs, results, lambda r: (r.model, r.clip, r.batch))
     rows = final_rows(grouped, keys=("model", "clip", "batch"), metrics=SWEEP_METRICS)
     return add_clipping_loss(rows, by=("batch",))
 
 
 def figure7(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            executor: Executor | None = None, announce: Announce | None = None,
             **_: object) -> list[dict]:
     """Figure 7: test accuracy against C for every eps (DP-SGD at a fixed budget, |B| = 64),
     with the final clipping statistics and the labelled privacy of each row; the clipless row
     for every eps."""
     plan = protocol(budget)
     runs = figure7_runs(plan, seeds)
-    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+    results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress, executor=executor,
+                      announce=announce)
     grouped = _group(runs, results, lambda r: (r.model, r.clip, r.eps))
     rows = final_rows(grouped, keys=("model", "clip", "eps"), metrics=SWEEP_METRICS)
     return add_clipping_loss(rows, by=("eps",))
@@ -477,7 +587,8 @@ def figure7(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
 
 
 def deep_dive(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool,
-              metrics: Sequence[str]) -> list[dict]:
+              metrics: Sequence[str], executor: Executor | None = None,
+              announce: Announce | None = None) -> list[dict]:
     """Per-epoch ``metrics`` of the four models of Figures 3-6 (classical, quantum, each
     unclipped and clipped at C = 1.5), |B| = 64, no noise; ``distance_from_unclipped_loss``
     is |L_clipped - L_unclipped| of the same seed (0 for the unclipped models)."""
@@ -486,12 +597,14 @@ def deep_dive(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: 
     rows = []
     for model in DEEP_MODELS:
         clipped = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s) for s in chosen]
-        clipped_results = run_all(clipped, plan=plan, out_dir=out_dir, progress=progress)
+        clipped_results = run_all(clipped, plan=plan, out_dir=out_dir, progress=progress,
+                                  executor=executor, announce=announce)
         # the unclipped models are the clipped ones' twins: same rate (the one tuned for the
         # clipped configuration), initialisation and batches, so the distance is clipping's
         lr = clipped_results[0]["request"]["lr"]
         plain = [Run(model=model, clip=None, batch=DEEP_BATCH, seed=s, lr=lr) for s in chosen]
-        plain_results = run_all(plain, plan=plan, out_dir=out_dir, progress=progress)
+        plain_results = run_all(plain, plan=plan, out_dir=out_dir, progress=progress,
+                                executor=executor, announce=announce)
         for is_clipped, results in ((False, plain_results), (True, clipped_results)):
             distance = [{"distance_from_unclipped_loss": [
                 abs(h["train_loss"] - p["train_loss"]) if is_clipped else 0.0
@@ -535,7 +648,8 @@ def figure6(**kwargs: Any) -> list[dict]:
 
 def _runner_args(kwargs: dict) -> dict:
     return {"budget": kwargs["budget"], "seeds": kwargs["seeds"], "out_dir": kwargs["out_dir"],
-            "progress": kwargs.get("progress", False)}
+            "progress": kwargs.get("progress", False), "executor": kwargs.get("executor"),
+            "announce": kwargs.get("announce")}
 
 
 # -- Figure 8: update MSE under DP-SGD -----------------------------------------------------------
@@ -545,6 +659,7 @@ MSE_METRICS = ("test_accuracy", "mse_total", "mse_sampling_variance", "mse_noise
 
 
 def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+            executor: Executor | None = None, announce: Announce | None = None,
             **_: object) -> list[dict]:
     """Figure 8: the update MSE (eq. 12) and its three parts per epoch, with test accuracy,
     for the MLP and the quantum classifier under DP-SGD at C = 1.5, eps = 10, |B| = 64."""
@@ -553,7 +668,8 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
     for model in DEEP_MODELS:
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS)
                 for s in seeds_for(seeds, plan)]
-        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress,
+                          executor=executor, announce=announce)
         first = ClassifierResult.from_json(results[0])
         fixed = {"variant": f"{VARIANT[(model, True)]} + noise", "model": model,
                  "clip": DEEP_CLIP, "batch": DEEP_BATCH, "eps": DEEP_EPS,
@@ -566,6 +682,7 @@ def figure8(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bo
 
 
 def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: bool = False,
+             executor: Executor | None = None, announce: Announce | None = None,
              **_: object) -> list[dict]:
     """Figure 10: per epoch, the CNN and the quantum image classifier (digits, C = 1.5,
     eps = 10, |B| = 64): test accuracy and distance from the unclipped loss, with the
@@ -575,7 +692,8 @@ def figure10(*, budget: Budget, seeds: Sequence[int], out_dir: Path, progress: b
     for model in IMAGE_MODELS:
         runs = [Run(model=model, clip=DEEP_CLIP, batch=DEEP_BATCH, seed=s, eps=DEEP_EPS,
                     task="digits", reference=True) for s in seeds_for(seeds, plan)]
-        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress)
+        results = run_all(runs, plan=plan, out_dir=out_dir, progress=progress,
+                          executor=executor, announce=announce)
         first = ClassifierResult.from_json(results[0])
         fixed: dict[str, Any] = {"variant": model, "model": model, "clip": DEEP_CLIP,
                                  "batch": DEEP_BATCH, "eps": DEEP_EPS, "lr": first.lr,

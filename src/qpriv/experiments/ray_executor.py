@@ -13,7 +13,9 @@ absolute ``--out`` path) on the node that runs it. On a file system that every n
 (NFS, a cluster file system) that is all. Otherwise a task run on another node than the
 driver's returns the finished cell's files and the driver writes them into its own ``--out``,
 each atomically and ``result.json`` last, so that a half-written cell never counts as finished
-(a cell killed there resumes only on the node that holds its checkpoint).
+(a cell killed there resumes only on the node that holds its checkpoint); a classifier run
+sends its one JSON file (:attr:`~qpriv.experiments.executors.CellJob.cell_files`). Within
+:meth:`RayExecutor.session` a local Ray started for the first batch serves the later ones.
 
 Every task first checks that its node runs the driver's qpriv on the driver's data
 (:class:`~qpriv.experiments.executors.Fingerprint`) and fails its cell with the difference
@@ -22,11 +24,12 @@ otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +48,7 @@ from qpriv.experiments.executors import (
 )
 from qpriv.progress import work_bar
 from qpriv.runs.directory import run_files, write_run_files
-from qpriv.runs.layout import CHECKPOINT_FILE
+from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 
 RETRIES = 3
 """How often a task whose worker died is run again (Ray's ``max_retries``); a cell that raises
@@ -61,16 +64,17 @@ CONNECT_SECONDS = 5.0
 
 @ray.remote(max_retries=RETRIES)
 def run_cell_task(work: Callable[..., Any], *, fingerprint: Fingerprint, run_dir: str,
-                  driver_node: str) -> dict:
+                  driver_node: str, cell_files: tuple[str, ...] | None = None) -> dict:
     """One cell on a Ray worker: check the node, run (or resume) the cell, and return what the
     grid needs (``value``), whether it resumed from a checkpoint, and, from a node other than
-    the driver's, the finished cell's files."""
+    the driver's, the finished cell's files (``cell_files`` of ``run_dir``, or all of them)."""
     fingerprint.check_here()
     directory = Path(run_dir)
     resumed = (directory / CHECKPOINT_FILE).is_file()
     value = work(progress=False)
     here = ray.get_runtime_context().get_node_id()
-    files = None if here == driver_node or not directory.is_dir() else run_files(directory)
+    files = None if here == driver_node or not directory.is_dir() \
+        else run_files(directory, names=cell_files)
     return {"value": value, "resumed": resumed, "files": files}
 
 
@@ -86,6 +90,7 @@ class RayExecutor:
         self.address = address
         self.num_cpus = num_cpus
         self._started = False
+        self._held = False
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -125,12 +130,27 @@ class RayExecutor:
 
     def run(self, jobs: Sequence[CellJob], *, fingerprint: Fingerprint, progress: bool,
             announce: Callable[[str], None] | None = None) -> list[CellOutcome]:
-        """Read the finished cells here, run the others as tasks; the outcomes in job order."""
+        """Read the finished cells here, run the others as tasks; the outcomes in job order.
+        Where every cell is finished no cluster is joined."""
+        if all(job.finished for job in jobs):
+            return [run_here(job, progress=False, announce=announce) for job in jobs]
         self.connect()
         try:
             return self._run(jobs, fingerprint=fingerprint, progress=progress,
                              announce=announce)
         finally:
+            if not self._held:
+                self.disconnect()
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        """Keep the cluster that :meth:`run` joins until the block ends (a local Ray started
+        for the grid starts once, however many batches the grid hands out)."""
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
             self.disconnect()
 
     def _run(self, jobs: Sequence[CellJob], *, fingerprint: Fingerprint, progress: bool,
@@ -146,7 +166,8 @@ class RayExecutor:
                 continue
             task = run_cell_task.options(num_cpus=job.threads, name=f"qpriv {job.key}")
             pending[task.remote(job.work, fingerprint=fingerprint,
-                                run_dir=str(job.run_dir), driver_node=driver_node)] = i
+                                run_dir=str(job.run_dir), driver_node=driver_node,
+                                cell_files=job.cell_files)] = i
         # the tasks in flight run as far as the cluster's CPUs go, the rest wait for them
         threads = max((jobs[i].threads for i in pending.values()), default=1)
         capacity = max(1, math.floor(ray.cluster_resources().get("CPU", 1.0) / threads))
@@ -193,7 +214,8 @@ class RayExecutor:
                                trace=_tail(str(error)))
         if answer["files"] is not None:
             try:
-                write_run_files(job.run_dir, answer["files"])
+                write_run_files(job.run_dir, answer["files"],
+                                last=job.cell_files[-1] if job.cell_files else RESULT_FILE)
             except (OSError, ValueError) as error:
                 return CellOutcome(job.key, FAILED, error=f"{type(error).__name__}: {error}")
         return CellOutcome(job.key, DONE, value=answer["value"], resumed=answer["resumed"])

@@ -176,7 +176,7 @@ def _register_qml(number: int, title: str, figure: str, full_hours: float,
     register(Experiment(experiment_id, f"Private training, Figure {number}: {title}", paper="",
                         compute=qml.COMPUTE[experiment_id], figure=figure, seeds=QML_SEEDS,
                         full_hours=full_hours, quick_minutes=quick_minutes,
-                        stamp=qml.budget_stamp))
+                        stamp=qml.budget_stamp, distributes=True))
 
 
 _register_qml(2, "test accuracy vs. C and |B|, clipping only (MLP, Lipschitz, quantum; "

@@ -105,8 +105,8 @@ def run_experiment(
     20 times slower than one (133 s against 6.4 s for 256 windows). ``announce`` receives
     one line per cell as it starts or fails. ``executor``: ``local`` runs the cells here, one
     after the other; ``ray`` runs each unfinished cell as a Ray task on the cluster at
-    ``address`` (:mod:`qpriv.experiments.executors`); the tables that compute their rows
-    without cells run only here.
+    ``address`` (:mod:`qpriv.experiments.executors`), the classifier figures' runs included;
+    the other tables that compute their rows without cells run only here.
     """
     exp = experiment(experiment_id)
     budget = resolve_budget(budget)
@@ -122,7 +122,7 @@ def run_experiment(
         )
     threads = 1 if threads is None else require_positive_int("threads", threads)
     runs = make_executor(executor, address=address)
-    if exp.compute is not None and runs.name != "local":
+    if exp.compute is not None and runs.name != "local" and not exp.distributes:
         raise ArgumentError(f"{exp.id} computes its rows in this process and has no cells to "
                             "hand out; run it without {executor}",
                             values={"executor": runs.name})
@@ -130,8 +130,11 @@ def run_experiment(
     started = time.perf_counter()
     failures: list[dict] = []
     if exp.compute is not None:
-        rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds, progress=progress,
-                           out_dir=out / "cells" / budget.name)
+        handed = {"executor": runs, "announce": announce} if exp.distributes else {}
+        with runs.session():  # one cluster for every batch of runs the grid hands out
+            rows = exp.compute(budget=budget, data_dir=data_dir, seeds=seeds,
+                               progress=progress, out_dir=out / "cells" / budget.name,
+                               **handed)
     else:
         cells = exp.cells(seeds)
         # every dataset found (or downloaded) once, before any cell: data that cannot be had

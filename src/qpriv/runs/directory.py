@@ -119,36 +119,43 @@ def open_run(out: Path | None, request: dict, *, resume: bool,
     return read_json_object(out / RESULT_FILE, fix=f"delete it to evaluate the run in {out} again")
 
 
-def run_files(run_dir: str | Path) -> dict[str, bytes]:
+def run_files(run_dir: str | Path, *, names: Collection[str] | None = None
+              ) -> dict[str, bytes]:
     """The finished run in ``run_dir`` as ``{file name: bytes}``: every file of the directory
-    but the temporaries of atomic writes (``.NAME.HEX.tmp``), to be written elsewhere by
-    :func:`write_run_files` (a run computed on another machine)."""
+    but the temporaries of atomic writes (``.NAME.HEX.tmp``), or only ``names`` (a run that
+    is one file of a folder many share), to be written elsewhere by :func:`write_run_files`
+    (a run computed on another machine)."""
     run_dir = Path(run_dir)
+    if names is not None:
+        return {name: (run_dir / name).read_bytes() for name in names}
     return {path.name: path.read_bytes() for path in sorted(run_dir.iterdir())
             if path.is_file() and not path.name.startswith(".")}
 
 
-def write_run_files(run_dir: str | Path, files: Mapping[str, bytes]) -> bool:
+def write_run_files(run_dir: str | Path, files: Mapping[str, bytes], *,
+                    last: str = RESULT_FILE) -> bool:
     """Write the files of a finished run (:func:`run_files`) into ``run_dir``, each atomically
-    and :data:`~qpriv.runs.layout.RESULT_FILE` last, so that the directory never counts as a
-    finished run before every file is in place. Nothing is written where ``run_dir`` already
-    holds the same result (a file system shared with the machine that computed it); return
-    whether anything was written.
+    and ``last`` (the file whose presence marks the run finished:
+    :data:`~qpriv.runs.layout.RESULT_FILE`, or a classifier run's one JSON) last, so that the
+    run never counts as finished before every file is in place. Nothing is written where
+    ``run_dir`` already holds the same ``last`` (a file system shared with the machine that
+    computed it); return whether anything was written.
 
     Raises:
-        InvalidInputError: ``files`` holds no result, or a name that is not a plain file name.
+        InvalidInputError: ``files`` holds no ``last``, or a name that is not a plain file
+            name.
     """
     run_dir = Path(run_dir)
     for name in files:
         if Path(name).name != name or name.startswith(".") or name in ("", ".."):
             raise InvalidInputError(f"{name!r} is not a file name of a run; a run's files are "
                                     "plain names such as result.json")
-    if RESULT_FILE not in files:
-        raise InvalidInputError(f"the files of a finished run hold no {RESULT_FILE} "
+    if last not in files:
+        raise InvalidInputError(f"the files of a finished run hold no {last} "
                                 f"({', '.join(sorted(files)) or 'none'}); compute the run again")
-    result = run_dir / RESULT_FILE
-    if result.is_file() and result.read_bytes() == files[RESULT_FILE]:
+    result = run_dir / last
+    if result.is_file() and result.read_bytes() == files[last]:
         return False
-    for name in sorted(files, key=lambda name: name == RESULT_FILE):
+    for name in sorted(files, key=lambda name: name == last):
         atomic_write_bytes(run_dir / name, files[name])
     return True

@@ -48,9 +48,19 @@ losses) across kinds of CPU. torch and MKL choose their kernels by the processor
 the BLAS code path: an AMD EPYC with AVX-512 sums in another order than the machine that
 recorded these), so such a number moves by about 1e-7 relative per operation and up to 2e-6 after
 two epochs of training. A change of algorithm (another random stream, another law, a step moved)
-moves them by far more than 1e-5. The other commands (calibration and accounting in float64, the
-small classifiers) agree to 1e-9 on the CPUs seen so far and are still held to it."""
+moves them by far more than 1e-5. The other commands (calibration in float64, the small
+classifiers) agree to 1e-9 on the CPUs seen so far and are still held to it, but for
+``qpriv account`` (:data:`SEARCHED`)."""
 FORECASTERS = {"train_classical", "train_ldpt", "train_dpsgd"}
+SEARCHED = {"rel": 1e-3, "abs": 1e-8}
+"""The agreement across kinds of CPU of what ``qpriv account`` derives from its worst-pair search
+(scipy's optimiser over a float64 torch objective, from several starts): the eps, the PLD step
+chosen for the pair and the lower bound's threshold. On an AMD EPYC (family 25, model 17, with
+AVX-512) they moved from the recorded ones by up to 2e-5 relative (eps) and 3e-4 (the step, the
+threshold), on the same package versions; probably torch's vectorised float64 kernels differ
+in the last bits between processors and the optimiser ends at a slightly different pair. A
+changed accountant or search moves them by far more than 1e-3."""
+ACCOUNTS = {"account", "account_target"}
 
 #: keys whose values are measured, not computed (times, the machine)
 MEASURED = ("seconds", "train_seconds", "val_seconds", "seconds_per_epoch", "environment")
@@ -95,7 +105,7 @@ def test_command_prints_the_numbers_recorded_before_the_restructure(name, capsys
     assert main([*shlex.split(COMMANDS[name]), "--json"]) == 0
     old = json.loads((FIXTURES / f"{name}.json").read_text())
     new = last_json(capsys)
-    tolerance = FLOAT32 if name in FORECASTERS else {}
+    tolerance = FLOAT32 if name in FORECASTERS else SEARCHED if name in ACCOUNTS else {}
     if name not in RESAMPLED:
         assert_same_numbers(old, new, **tolerance)
         return

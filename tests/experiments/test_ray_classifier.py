@@ -8,7 +8,6 @@ No ETT data is read."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
@@ -31,10 +30,7 @@ PLAN = PROTOCOLS["tiny"]
 
 
 def _job(run: Run, out_dir: Path) -> CellJob:
-    key = run.key(PLAN)
-    return CellJob(key=key, run_dir=out_dir / qml.RUN_DIR, cell_files=(f"{key}.json",),
-                   finished=qml.run_path(run, plan=PLAN, out_dir=out_dir).is_file(),
-                   work=functools.partial(qml.stored_run, run, plan=PLAN, out_dir=out_dir))
+    return qml.run_job(run, plan=PLAN, out_dir=out_dir)
 
 
 def test_one_local_ray_serves_every_batch_and_none_starts_for_kept_runs(tmp_path):

@@ -412,17 +412,24 @@ def _train_all(runs: Sequence[tuple[Run, dict | None]], *, plan: Protocol, out_d
     distinct: dict[str, tuple[Run, dict | None]] = {}
     for run, tuning in runs:
         distinct.setdefault(run.key(plan), (run, tuning))
-    jobs = [CellJob(key=key, run_dir=out_dir / RUN_DIR, cell_files=(f"{key}.json",),
-                    finished=_kept(run_path(run, plan=plan, out_dir=out_dir)),
-                    work=functools.partial(stored_run, run, plan=plan, out_dir=out_dir,
-                                           tuning=tuning))
-            for key, (run, tuning) in distinct.items()]
+    jobs = [run_job(run, plan=plan, out_dir=out_dir, tuning=tuning)
+            for run, tuning in distinct.values()]
     if not jobs:
         return {}, []
     outcomes = executor.run(jobs, fingerprint=Fingerprint.here(), progress=progress,
                             announce=announce)
     return ({outcome.key: outcome.value for outcome in outcomes if outcome.state != FAILED},
             [outcome for outcome in outcomes if outcome.state == FAILED])
+
+
+def run_job(run: Run, *, plan: Protocol, out_dir: Path, tuning: dict | None = None) -> CellJob:
+    """``run`` at its own rate as a job for an executor: its one JSON file is the cell
+    (finished where it is readable), :func:`stored_run` the work."""
+    path = run_path(run, plan=plan, out_dir=out_dir)
+    return CellJob(key=run.key(plan), run_dir=path.parent, cell_files=(path.name,),
+                   finished=_kept(path),
+                   work=functools.partial(stored_run, run, plan=plan, out_dir=out_dir,
+                                          tuning=tuning))
 
 
 def _kept(path: Path) -> bool:

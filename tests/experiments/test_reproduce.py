@@ -42,6 +42,19 @@ def test_a_seed_given_twice_is_refused(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_an_out_that_is_a_file_is_one_line_before_any_cell(capsys, tmp_path):
+    """A file where the grid's folder should be is refused up front (not one failure per
+    cell): the file itself, and a folder inside it."""
+    (tmp_path / "table.csv").write_text("kept\n")
+    for out in (tmp_path / "table.csv", tmp_path / "table.csv" / "sub"):
+        assert main(["reproduce", "table3", "--budget", "tiny", "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "is not a directory; name a folder" in err
+        assert str(out) in err
+    assert (tmp_path / "table.csv").read_text() == "kept\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["table.csv"]
+
+
 def test_cell_keys_are_unique_and_seeds_group():
     a = Cell("ldpt", 0.1, seed=2024)
     assert a.key == "ETTh1-H24-ldpt-eps0.1-s2024"

@@ -539,16 +539,36 @@ def test_local_checksum_is_computed_once_per_file_version(
     assert len(calls) == 2
 
 
+def test_a_given_path_without_the_file_is_an_error_not_a_fallback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: Path, tiny_payload: bytes
+) -> None:
+    """--data-dir names the one place to read: a folder that lacks the file is refused even
+    where $QPRIV_DATA_DIR and the cache hold a good copy."""
+    _register(monkeypatch, tiny_payload)
+    for directory in (tmp_path / "env", isolated):
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "tiny.csv").write_bytes(tiny_payload)
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "env"))
+    (tmp_path / "empty").mkdir()
+    for given, named in ((tmp_path / "empty", tmp_path / "empty" / "tiny.csv"),
+                         (tmp_path / "missing", tmp_path / "missing")):
+        with pytest.raises(InvalidInputError) as info:
+            locate_dataset("Tiny", path=given, allow_download=True)
+        message = str(info.value)
+        assert f"{named}: not found" in message
+        assert "--data-dir" in message and str(tmp_path / "env") not in message
+    assert locate_dataset("Tiny", allow_download=False) == tmp_path / "env" / "tiny.csv"
+
+
 def test_offline_without_file_lists_every_place_and_the_fixes(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated: Path, tiny_payload: bytes
 ) -> None:
     spec = _register(monkeypatch, tiny_payload)
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "envdir"))
     with pytest.raises(InvalidInputError) as info:
-        locate_dataset("Tiny", path=tmp_path / "given", allow_download=False)
+        locate_dataset("Tiny", allow_download=False)
     message = str(info.value)
     for part in (
-        str(tmp_path / "given"),
         f"{tmp_path / 'envdir' / 'tiny.csv'} (not found: no such directory)",
         str(isolated / "tiny.csv"),
         spec.url,

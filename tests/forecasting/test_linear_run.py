@@ -59,6 +59,8 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
     (["--clip-range", "0"], "--clip-range = 0 is not > 0"),
     (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),
+    (["--unit", "window", "--seq-len", "48"], "(seq_len, --seq-len) of at least 168"),
+    (["--unit", "record", "--seq-len", "96"], "(seq_len, --seq-len) of at least 168"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, tmp_path):
     out = tmp_path / "run"

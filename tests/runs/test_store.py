@@ -8,7 +8,7 @@ import pytest
 
 from qpriv.errors import InvalidInputError
 from qpriv.runs.cache import cached_json
-from qpriv.runs.directory import check_out_dir, open_run
+from qpriv.runs.directory import check_folder, check_out_dir, open_run
 from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, RESULT_FILE
 
 MARKS = (CHECKPOINT_FILE, RESULT_FILE)
@@ -28,6 +28,16 @@ def test_out_dir_rules(tmp_path):
         check_out_dir(tmp_path, resume=True, marks=MARKS, command="train")
     (tmp_path / CONFIG_FILE).write_text("{}")
     assert check_out_dir(str(tmp_path), resume=True, marks=MARKS, command="train") == tmp_path
+
+
+def test_a_grid_folder_may_be_new_but_never_inside_a_file(tmp_path):
+    assert check_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    assert check_folder(str(tmp_path)) == tmp_path
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InvalidInputError, match=r"^--out .*file exists and is not a directory"):
+        check_folder(tmp_path / "file")
+    with pytest.raises(InvalidInputError, match=r"lies inside .*file, which exists and is not"):
+        check_folder(tmp_path / "file" / "a" / "b")
 
 
 def test_open_run_writes_then_checks_the_settings(tmp_path):

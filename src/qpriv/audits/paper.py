@@ -632,7 +632,8 @@ def run_audits(
             (audits 2 and 6).
         pairs: neighbouring state pairs of the exact channel audit (audit 4).
         seed: every random choice of the audits (windows, tokens, pairs, noise).
-        data_dir: where to look for the run's data first (also for the ``compare`` runs).
+        data_dir: where the run's data is (also for the ``compare`` runs; None: each run's
+            recorded file, else ``$QPRIV_DATA_DIR`` and the user cache).
         compare: finished runs of the same method, data and horizon at other eps; audit 5
             compares the runs (Table 3's design).
         discover: without ``compare``, let audit 5 compare the finished runs beside ``run``

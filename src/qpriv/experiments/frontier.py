@@ -64,6 +64,7 @@ from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.runs.cache import cached_json
+from qpriv.runs.directory import check_folder
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import RESULT_FILE
 from qpriv.tables import format_cell, format_table
@@ -334,9 +335,7 @@ def run_frontier(
     threads = 1 if threads is None else require_positive_int("threads", threads)
     runs = make_executor(executor, address=address)
     fingerprint = Fingerprint.here([dataset], data_dir=data_dir)
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"--out {out} exists and is not a directory; name a folder")
+    out = check_folder(out_dir)
     started = time.perf_counter()
     jobs = frontier_jobs(series, dataset=dataset, horizon=horizon)
     cells = [frontier_job(cell, series=s, budget=budget, out_dir=out, data_dir=data_dir,

@@ -733,8 +733,8 @@ def render_report(directory: str | Path, *, data_dir: str | Path | None = None,
 
     Args:
         directory: a folder a qpriv command wrote.
-        data_dir: where a run's data is looked for first (its recorded path, then
-            ``$QPRIV_DATA_DIR`` and the user cache); data that cannot be found is said so
+        data_dir: where a run's data is (None: its recorded path where that file exists,
+            else ``$QPRIV_DATA_DIR`` and the user cache); data that cannot be found is said so
             on the page instead of the forecast plots.
         windows: test windows drawn per channel.
 

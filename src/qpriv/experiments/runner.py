@@ -34,6 +34,7 @@ from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind
 from qpriv.runs.cache import cached_json
+from qpriv.runs.directory import check_folder
 from qpriv.runs.files import (
     atomic_write_bytes,
     atomic_write_json,
@@ -126,7 +127,7 @@ def run_experiment(
         raise ArgumentError(f"{exp.id} computes its rows in this process and has no cells to "
                             "hand out; run it without {executor}",
                             values={"executor": runs.name})
-    out = Path(out_dir)
+    out = check_folder(out_dir)
     started = time.perf_counter()
     failures: list[dict] = []
     if exp.compute is not None:

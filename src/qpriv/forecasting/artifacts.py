@@ -80,8 +80,8 @@ class LoadedRun(_FinishedRun):
     ``request`` is config.json and ``result`` result.json, typed
     (:mod:`qpriv.forecasting.records`); ``config`` the model's :class:`ModelConfig`; ``model`` an
     :class:`LDPTForecaster` on the CPU in eval mode holding the weights of ``best.pt`` (epoch
-    ``best_epoch``). ``data_dir`` is where the data is looked for first (None: the path the run
-    recorded, then ``$QPRIV_DATA_DIR`` and the user cache).
+    ``best_epoch``). ``data_dir`` is where the data is (the only place looked at; None: the path
+    the run recorded where that file exists, else ``$QPRIV_DATA_DIR`` and the user cache).
     """
 
     run_dir: Path
@@ -360,10 +360,10 @@ def _load_data(request: ForecastRequest, result: ForecastResult, *, run_dir: Pat
     is_csv = request.source_sha256 is not None or name not in DATASETS
     try:
         if not is_csv:
-            data = load_forecasting_data(
-                name, data_dir=data_dir if data_dir is not None else source,
-                allow_download=False, **kwargs,
-            )
+            # the file the run recorded where it is still there (a run made elsewhere records
+            # a path this machine may lack: then the usual places, checked by sha256 anyway)
+            where = data_dir if data_dir is not None else source if source.is_file() else None
+            data = load_forecasting_data(name, data_dir=where, allow_download=False, **kwargs)
         else:
             csv = source
             if data_dir is not None:

@@ -1,11 +1,12 @@
 """The named forecasting datasets: where their files are found, downloaded and verified.
 
-Where the named files come from (:func:`locate_dataset`), in this order: a path you give
-(``data_dir=`` / ``--data-dir``: the file itself or a directory that holds it), the directory in
-``$QPRIV_DATA_DIR``, the user cache (:func:`cache_dir`: ``~/.cache/qpriv/data`` on Linux),
-and last a download from the dataset's canonical address into that cache. Every file is checked
-against the published sha256, so a dataset name always means the same bytes
-(:func:`file_sha256` gives the same digest of any file, e.g. a user CSV a run records).
+Where the named files come from (:func:`locate_dataset`): a path you give
+(``data_dir=`` / ``--data-dir``: the file itself or a directory that holds it) and nothing
+else; without one, in this order, the directory in ``$QPRIV_DATA_DIR``, the user cache
+(:func:`cache_dir`: ``~/.cache/qpriv/data`` on Linux), and last a download from the
+dataset's canonical address into that cache. Every file is checked against the published
+sha256, so a dataset name always means the same bytes (:func:`file_sha256` gives the same
+digest of any file, e.g. a user CSV a run records).
 """
 
 from __future__ import annotations
@@ -127,10 +128,12 @@ def locate_dataset(
 ) -> Path:
     """Return the path of the named dataset's file, verified against its published sha256.
 
-    Looks, in order, at ``path`` (the file itself, or a directory holding it), the directory in
-    ``$QPRIV_DATA_DIR``, and the user cache (:func:`cache_dir`); then, if ``allow_download``,
-    downloads the file from its canonical address into the cache (verified, written atomically).
-    The first place that has the file wins; a file found there whose checksum does not match is
+    Where ``path`` is given (the file itself, or a directory holding it), it is the only place
+    looked at: a path that lacks the file is an error, never a silent fallback elsewhere.
+    Otherwise it looks, in order, at the directory in ``$QPRIV_DATA_DIR`` and the user cache
+    (:func:`cache_dir`); then, if ``allow_download``, downloads the file from its canonical
+    address into the cache (verified, written atomically). The first place that has the file
+    wins; a file found there whose checksum does not match is
     an error (it is never silently replaced). Local checksums are computed once per process for
     a given path, modification time and size.
 
@@ -151,6 +154,12 @@ def locate_dataset(
         reason = ("not found" if folder.is_dir() else
                   f"not found: {folder} is a file, not a directory" if folder.exists() else
                   "not found: no such directory")
+        if path is not None:  # a place the user named is the only one: never a fallback
+            raise InvalidInputError(
+                f"dataset {spec.name}: the path given (--data-dir / data_dir=) {candidate}: "
+                f"{reason}; put {spec.filename} there or "
+                f"give the directory that holds it, or leave --data-dir out to use "
+                f"${DATA_DIR_ENV}, the user cache or a download")
         looked.append(f"{where}: {candidate} ({reason})")
 
     target = cache_dir() / spec.filename

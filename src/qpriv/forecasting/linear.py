@@ -143,7 +143,7 @@ def _check_lengths(spec: LinearSpec, seq_len: int, horizon: int) -> None:
         raise InvalidInputError(
             f"seq_len L = {seq_len} is shorter than the {need} rows the features need "
             f"(recent = {spec.recent}, {max(spec.profile_days, spec.public_days)} periods of "
-            f"{spec.period}); use a longer seq_len or fewer profile_days / public_days")
+            f"{spec.period}); use a look-back (seq_len, --seq-len) of at least {need}")
     require_positive_int("horizon", horizon)
 
 

@@ -28,6 +28,7 @@ from qpriv.forecasting.linear import (
     evaluate,
     fit_dp_linear,
     fit_ridge,
+    linear_maps,
     public_forecaster,
 )
 from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
@@ -87,6 +88,7 @@ def run_linear(
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
+    linear_maps(STANDARD_LINEAR, seq_len=seq_len, horizon=horizon)  # a look-back too short
     out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,), command="train")
     with torch_threads(threads) as used_threads:
         data = load_forecasting_data(

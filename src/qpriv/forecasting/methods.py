@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from qpriv.errors import ArgumentError, InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind, Unit
@@ -144,11 +144,15 @@ def check_method_eps(name: str, eps: float | None) -> float | None:
     entry = method(name)
     if not entry.needs_eps:
         return None
+    per_pass = entry.privacy.endswith("per pass")
     if eps is None:
-        raise InvalidInputError(
-            f"method {name!r} needs a per-pass privacy budget eps > 0 (e.g. eps = 0.1)"
-        )
-    return check_eps("eps (per-pass budget eps_s)", eps)
+        what = "a per-pass privacy budget" if per_pass else "a privacy budget"
+        raise InvalidInputError(f"method {name!r} needs {what} eps > 0 (e.g. eps = 0.1)")
+    if per_pass:  # calibrated through the channel, whose formulas take eps <= MAX_EPS
+        return check_eps("eps (per-pass budget eps_s)", eps)
+    # a global (eps, delta) budget, met by the method's own accountant
+    return require_in_range("eps", eps, low=0.0, hint=f"{name}'s (eps, delta) budget must be "
+                            "a finite number > 0, e.g. 1")
 
 
 DEFAULT_EPS = 0.1

@@ -358,7 +358,8 @@ def load_forecasting_data(
         columns: channels to keep, in this order (default: all but the date).
         seq_len: look-back L (>= 1).
         horizon: forecast length H (>= 1).
-        data_dir: the dataset's file or a directory holding it (searched first).
+        data_dir: the dataset's file or a directory holding it (the only place looked at;
+            None: ``$QPRIV_DATA_DIR``, the user cache, then a download).
         allow_download: download a named dataset that is not found locally.
         max_train_windows: at most this many evenly spaced training windows (None: all).
         max_eval_windows: the same for validation and test.

@@ -25,6 +25,25 @@ from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
 NEW_RUN = "start a new run in another out_dir"
 
 
+def check_folder(folder: str | Path, *, flag: str = "--out") -> Path:
+    """``folder`` as a Path if a folder can be made there: it is a directory, or its nearest
+    existing ancestor is (a grid checks this before any cell runs, so that a file in the way
+    is one message, not one failure per cell).
+
+    Raises:
+        InvalidInputError: ``folder`` or an ancestor of it is a file.
+    """
+    path = Path(folder)
+    for place in (path, *path.parents):
+        if place.exists():
+            if not place.is_dir():
+                what = "exists" if place == path else f"lies inside {place}, which exists"
+                raise InvalidInputError(f"{flag} {path} {what} and is not a directory; name "
+                                        "a folder")
+            break
+    return path
+
+
 def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection[str],
                   command: str) -> Path | None:
     """``out_dir`` as a Path if a run may write there (None stays None).

@@ -72,6 +72,39 @@ def test_refuses_damaged_files(run_copy, damage, match):
         load_run(run_copy)
 
 
+@pytest.mark.parametrize(("changes", "match"), [
+    ({"seq_len": "abc"}, r"seq_len = 'abc' is not a whole number >= 1"),
+    ({"horizon": None}, r"horizon = None is not a whole number >= 1"),
+    ({"horizon": 2.5}, r"horizon = 2.5 is not a whole number >= 1"),
+    ({"seq_len": True}, r"seq_len = True is not a whole number >= 1"),
+    ({"channels": "HUFL"}, r"channels = 'HUFL' is not a list of channel names"),
+    ({"channels": []}, r"channels = \[\] is not a list of channel names"),
+    ({"method": 3}, r"method = 3 is not a string"),
+    ({"model": [1]}, r"model = \[1\] is not an object"),
+    ({"max_train_windows": "all"}, r"max_train_windows = 'all' is not null or a whole number"),
+])
+def test_refuses_a_config_whose_fields_are_damaged(run_copy, changes, match):
+    """A damaged or hand-edited config.json is one clear refusal naming the field, never a
+    traceback from deep inside the loader."""
+    _edit_json(run_copy / CONFIG_FILE, **changes)
+    with pytest.raises(InvalidInputError, match=match) as err:
+        load_run(run_copy)
+    assert "re-run the training into a fresh directory" in str(err.value)
+
+
+@pytest.mark.parametrize(("changes", "match"), [
+    ({"method": "classical"}, r"method 'classical' vs 'ldpt'"),
+    ({"channels": ["HUFL"]}, r"channels 1 vs 7"),
+    ({"horizon": 48}, r"horizon 48 vs"),
+])
+def test_refuses_a_config_that_is_not_its_results_run(run_copy, changes, match):
+    """config.json and result.json must describe one run: a field edited in one of them (or a
+    file copied in from another run) is refused, not forecast with the other run's model."""
+    _edit_json(run_copy / CONFIG_FILE, **changes)
+    with pytest.raises(InvalidInputError, match=rf"describe different runs \({match}"):
+        load_run(run_copy)
+
+
 def _edit_json(path, **changes):
     data = json.loads(path.read_text())
     data.update(changes)
@@ -94,11 +127,13 @@ def test_refuses_weights_that_do_not_fit_the_config(run_copy):
 def test_refuses_missing_or_different_data(run_copy, tmp_path, monkeypatch):
     # a custom CSV that has gone away
     _edit_json(run_copy / CONFIG_FILE, dataset="meters", source=str(tmp_path / "meters.csv"))
+    _edit_json(run_copy / RESULT_FILE, dataset="meters")
     run = load_run(run_copy)
     with pytest.raises(InvalidInputError, match=r"cannot load the data of run .*--data-dir"):
         run.data()
     # the named dataset nowhere to be found (no download)
     _edit_json(run_copy / CONFIG_FILE, dataset="ETTh1", source=str(tmp_path / "gone.csv"))
+    _edit_json(run_copy / RESULT_FILE, dataset="ETTh1")
     monkeypatch.delenv("QPRIV_DATA_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with pytest.raises(InvalidInputError, match=r"no usable ETTh1.csv"):
@@ -165,5 +200,5 @@ def test_records_read_old_and_new_results_alike():
     assert not result.covers_weights and result.mae is None
     with pytest.raises(InvalidInputError, match=r"result\.json lacks or garbles 'method'"):
         ForecastResult.from_json({"mse": 0.5})
-    with pytest.raises(InvalidInputError, match=r"config\.json lacks or garbles 'source'"):
+    with pytest.raises(InvalidInputError, match=r"config\.json lacks \['source', 'channels'"):
         ForecastRequest.from_json({"method": "ldpt", "dataset": "ETTh1"})

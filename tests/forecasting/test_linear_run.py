@@ -9,6 +9,7 @@ import json
 import os
 import statistics
 
+import numpy as np
 import pytest
 
 from qpriv.cli import main
@@ -107,6 +108,12 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
     assert evaluate(run.model, run.data().test)["mse"] == pytest.approx(first["mse"], rel=1e-12)
     with pytest.raises(InvalidInputError, match="linear forecaster"):
         load_backbone_run(out)
+    # a damaged kernel (a NaN no fit writes) is refused, not forecast as a row of nan
+    kernel = run.model.kernel.copy()
+    kernel[0, 0] = np.nan
+    np.savez(out / "linear.npz", kernel=kernel)
+    with pytest.raises(InvalidInputError, match="non-finite entries .* it is damaged"):
+        load_run(out)
 
 
 @needs_ett

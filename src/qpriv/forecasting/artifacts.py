@@ -238,6 +238,10 @@ def _open(run_dir: str | Path) -> tuple[Path, dict]:
             "`qpriv train --out DIR` (run_forecast(out_dir=DIR))"
         )
     request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
+    try:
+        ForecastRequest.from_json(request)  # every field's type, before any is used
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{path}: {exc}") from exc
     if not (path / RESULT_FILE).is_file():
         raise InvalidInputError(
             f"{path} is not a finished run: it has {CONFIG_FILE} but no {RESULT_FILE} (training "
@@ -250,6 +254,7 @@ def _open(run_dir: str | Path) -> tuple[Path, dict]:
 
 def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearRun:
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
+    _same_run(path, request, result)
     model_file = path / LINEAR_MODEL_FILE
     if not model_file.is_file():
         raise InvalidInputError(f"{path} has no {LINEAR_MODEL_FILE} (the fitted kernel); the run "
@@ -260,10 +265,13 @@ def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearR
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise InvalidInputError(f"cannot read {model_file} ({exc}): it is damaged or not a "
                                 f"kernel; {RERUN}") from exc
-    shape = (int(request["horizon"]), int(request["seq_len"]))
+    shape = (request["horizon"], request["seq_len"])
     if kernel.shape != shape:
         raise InvalidInputError(f"{model_file} holds a kernel of shape {kernel.shape}, not the "
                                 f"run's (H, L) = {shape}; the directory mixes two runs")
+    if not np.isfinite(kernel).all():
+        raise InvalidInputError(f"{model_file} holds a kernel with non-finite entries (NaN or "
+                                f"inf), which no fit writes: it is damaged; {RERUN}")
     try:
         spec = LinearSpec(**request["model"].get("spec", {}))
     except (TypeError, InvalidInputError) as exc:
@@ -279,6 +287,7 @@ def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearR
 
 def _load_backbone(path: Path, request: dict, *, data_dir: str | Path | None) -> LoadedRun:
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
+    _same_run(path, request, result)
     config = _model_config(request["model"], where=path / CONFIG_FILE)
     if isinstance(result.get("model"), dict) and result["model"] != request["model"]:
         raise InvalidInputError(
@@ -305,6 +314,23 @@ def _load_backbone(path: Path, request: dict, *, data_dir: str | Path | None) ->
                      result=ForecastResult.from_json(result), config=config, model=model,
                      best_epoch=int(best.get("epoch", result["best_epoch"])),
                      data_dir=None if data_dir is None else Path(data_dir).expanduser())
+
+
+def _same_run(path: Path, request: dict, result: dict) -> None:
+    """Refuse a directory whose config.json and result.json describe different runs (a file
+    copied in from another run, or edited by hand)."""
+    windows = result.get("windows") if isinstance(result.get("windows"), dict) else {}
+    pairs = [("method", request["method"], result.get("method")),
+             ("dataset", request["dataset"], result.get("dataset")),
+             ("horizon", request["horizon"], result.get("horizon")),
+             ("seq_len", request["seq_len"], result.get("seq_len")),
+             ("channels", len(request["channels"]), windows.get("channels"))]
+    differ = [f"{key} {wanted!r} vs {found!r}" for key, wanted, found in pairs
+              if found is not None and found != wanted]
+    if differ:
+        raise InvalidInputError(
+            f"{path}: {CONFIG_FILE} and {RESULT_FILE} describe different runs "
+            f"({'; '.join(differ)}); the directory mixes two runs. {RERUN[0].upper()}{RERUN[1:]}")
 
 
 def _read_json(path: Path, *, keys: tuple[str, ...]) -> dict:

@@ -36,6 +36,18 @@ def _number(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+DAMAGED = "the file is damaged or was edited by hand; re-run the training into a fresh directory"
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _require(key: str, value: Any, ok: bool, what: str) -> None:
+    if not ok:
+        raise InvalidInputError(f"config.json: {key} = {value!r} is not {what}; {DAMAGED}")
+
+
 @dataclass(frozen=True)
 class ForecastRequest:
     """What a run was asked to do: config.json. ``raw`` is the whole object."""
@@ -55,18 +67,40 @@ class ForecastRequest:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ForecastRequest:
-        """Read config.json's object (its keys checked once, here)."""
+        """Read config.json's object (its keys and their types checked once, here: a damaged
+        or hand-edited file is refused, never read as another run).
+
+        Raises:
+            InvalidInputError: a key is missing or holds a value of the wrong type.
+        """
+        missing = [key for key in ("method", "dataset", "source", "channels", "seq_len",
+                                   "horizon", "model") if key not in data]
+        if missing:
+            raise InvalidInputError(f"config.json lacks {missing}: not a qpriv forecasting "
+                                    "run's settings")
+        for key in ("method", "dataset", "source"):
+            _require(key, data[key], isinstance(data[key], str), "a string")
+        channels = data["channels"]
+        _require("channels", channels, isinstance(channels, list) and bool(channels)
+                 and all(isinstance(c, str) for c in channels), "a list of channel names")
+        for key in ("seq_len", "horizon"):
+            _require(key, data[key], _is_count(data[key]), "a whole number >= 1")
+        for key in ("max_train_windows", "max_eval_windows"):
+            value = data.get(key)
+            _require(key, value, value is None or _is_count(value), "null or a whole number")
+        _require("model", data["model"], isinstance(data["model"], Mapping), "an object")
+        sha = data.get("source_sha256")
+        _require("source_sha256", sha, sha is None or isinstance(sha, str), "null or a string")
         try:
-            return cls(method=str(data["method"]), dataset=str(data["dataset"]),
-                       source=str(data["source"]), channels=tuple(data["channels"]),
-                       seq_len=int(data["seq_len"]), horizon=int(data["horizon"]),
-                       model=dict(data["model"]), eps_per_pass=_number(data.get("eps_per_pass")),
-                       source_sha256=data.get("source_sha256"),
-                       max_train_windows=data.get("max_train_windows"),
-                       max_eval_windows=data.get("max_eval_windows"), raw=dict(data))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"config.json lacks or garbles {exc}: not a qpriv "
-                                    "forecasting run's settings") from exc
+            eps_per_pass = _number(data.get("eps_per_pass"))
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"config.json: eps_per_pass is not a number ({exc}); "
+                                    f"{DAMAGED}") from exc
+        return cls(method=data["method"], dataset=data["dataset"], source=data["source"],
+                   channels=tuple(channels), seq_len=data["seq_len"], horizon=data["horizon"],
+                   model=dict(data["model"]), eps_per_pass=eps_per_pass, source_sha256=sha,
+                   max_train_windows=data.get("max_train_windows"),
+                   max_eval_windows=data.get("max_eval_windows"), raw=dict(data))
 
 
 @dataclass(frozen=True)

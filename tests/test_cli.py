@@ -310,9 +310,14 @@ def test_train_classifier_reports_divergence(capsys):
         (["train-classifier", "--clip", "abc"], "'analytic' or 'none'"),
         (["train-classifier", "--task", "images"], "task"),
         (["train-classifier", "--model", "lipschitz", "--input-bound", "4"],
-         "clip = 1.5 takes neither"),
+         "--bias-bound set the bound of --clip analytic; a clip of 1.5 takes neither"),
         (["train-classifier", "--model", "mlp", "--clip", "analytic"],
          "needs model 'lipschitz'"),
+        (["train-classifier", "--model", "mlp", "--clip", "none", "--eps", "1"],
+         "a private run (--eps given) needs a clipping threshold: give --clip a number C > 0"),
+        (["train-classifier", "--model", "lipschitz", "--clip", "analytic",
+          "--preclip-noise", "0.5"], "--preclip-noise = 0.5 would break the bound of --clip "
+         "analytic"),
     ],
 )
 def test_train_classifier_bad_input(capsys, argv, needle):

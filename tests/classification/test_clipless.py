@@ -227,7 +227,7 @@ def test_a_private_run_calibrates_the_noise_to_the_bound_and_never_clips() -> No
 @pytest.mark.parametrize(("kwargs", "needle"), [
     ({"model": "mlp", "clip": "analytic"}, "clip = 'analytic' needs model 'lipschitz'"),
     ({"model": "lipschitz", "clip": "structural"}, "clip = 'structural' needs a quantum model"),
-    ({"model": "lipschitz", "clip": 1.5, "input_bound": 4.0}, "takes neither"),
+    ({"model": "lipschitz", "clip": 1.5, "input_bound": 4.0}, "a clip of 1.5 takes neither"),
     ({"model": "lipschitz", "clip": "analytic", "input_bound": 0.0}, "input_bound = 0"),
     ({"model": "lipschitz", "clip": "analytic", "preclip_noise": 0.1}, "leave it at 0"),
 ])

@@ -42,6 +42,11 @@ def test_an_unknown_executor_and_an_address_without_ray_are_refused():
         "--address names a Ray cluster, which only --executor ray uses; add it or leave "
         "--address out")
     assert isinstance(make_executor("local"), LocalExecutor)
+    for name in ("local", "ray"):  # an empty --address (an unset variable) is not "none given"
+        with pytest.raises(ArgumentError) as refused:
+            make_executor(name, address=" ")
+        assert refused.value.spelled({"address": "--address"}).startswith(
+            "--address is empty; give the Ray head node's HOST:PORT, or leave --address out")
 
 
 def test_ray_missing_is_one_line_with_the_install_command(monkeypatch, tmp_path, capsys):

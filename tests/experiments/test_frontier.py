@@ -142,6 +142,8 @@ def test_a_finished_cell_is_not_recomputed(tiny_frontier, monkeypatch):
     (["--eps", "-1", "1"], "eps -1.0 is not a finite number > 0"),
     (["--unit", "token"], "invalid choice: 'token'"),
     (["--methods", "nope"], "unknown method 'nope'"),
+    (["--methods", "dp-lin"], "unknown method 'dp-lin' (did you mean 'dp-linear'?); known "
+     "methods: classical, dp-input, dp-linear"),
     (["--methods", "bottleneck"], "'bottleneck' takes an eps but states no privacy guarantee"),
     (["--eps", "0.1", "0.1"], "eps 0.1 given more than once"),
     (["--quick", "--budget", "full"], "ask for two budgets"),

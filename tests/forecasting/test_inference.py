@@ -280,6 +280,14 @@ def _hourly(tmp_path: Path) -> Path:
     return path
 
 
+def _a_gap(tmp_path: Path) -> Path:
+    path = tmp_path / "gap.csv"
+    frame = exchange_frame(rows=300)
+    frame.loc[200, "JPY"] = np.nan
+    frame.to_csv(path, index=False)
+    return path
+
+
 def _missing_columns(tmp_path: Path) -> Path:
     path = tmp_path / "two.csv"
     exchange_frame(rows=300).drop(columns=["JPY", "gold.oz"]).to_csv(path, index=False)
@@ -290,6 +298,10 @@ def _missing_columns(tmp_path: Path) -> Path:
     (lambda d, c, t: [str(t / "nowhere"), "--csv", str(c)], "nowhere does not exist"),
     (lambda d, c, t: [str(d), "--csv", str(_missing_columns(t))],
      re.escape("lacks the run's channels ['JPY', 'gold.oz']")),
+    # the run's channels are fixed: a gap is to be filled, not its column left out
+    (lambda d, c, t: [str(d), "--csv", str(_a_gap(t))],
+     r"column 'JPY' of .*gap.csv has an empty cell at line 202 .*; every channel the run "
+     r"forecasts needs a finite number in every row: fill or interpolate the gaps\.$"),
     (lambda d, c, t: [str(d), "--csv", str(_hourly(t))],
      "frequency of .*hourly.csv is 'h' but the run was trained on 'D' data"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--at", "1999-01-01"],

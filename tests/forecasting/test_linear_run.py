@@ -112,7 +112,7 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
     kernel = run.model.kernel.copy()
     kernel[0, 0] = np.nan
     np.savez(out / "linear.npz", kernel=kernel)
-    with pytest.raises(InvalidInputError, match="non-finite entries .* it is damaged"):
+    with pytest.raises(InvalidInputError, match=r"non-finite entries .* it is damaged"):
         load_run(out)
 
 

@@ -83,6 +83,8 @@ def test_account_inverse(capsys):
         (["account", "--lower-bound-trials", "-1"], "--lower-bound-trials = -1"),
         (["account", "--target-eps", "0"], "eps_total = 0"),
         (["account", "--unit", "epoch"], "invalid choice"),
+        (["account", "--eps", "0.1", "--unit", "window"],
+         "--unit window is the unit of --target-eps; without it the table lists every unit"),
     ],
 )
 def test_account_errors_are_one_line_exit_2(capsys, argv, needle):

@@ -48,7 +48,12 @@ from qpriv.classification.models import (
     TanhMLP,
     count_parameters,
 )
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import (
+    ArgumentError,
+    InvalidInputError,
+    require_in_range,
+    require_positive_int,
+)
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.quantum.states import amplitude_encode
@@ -337,11 +342,12 @@ def _validate(**args) -> dict:
     elif clip is not None:
         require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
     if clip is None and args["eps"] is not None:
-        raise InvalidInputError("a private run (eps given) needs a clipping threshold C")
+        raise ArgumentError("a private run ({eps} given) needs a clipping threshold: give "
+                            "{clip} a number C > 0, or 'analytic' / 'structural' where the "
+                            "model has a gradient bound")
     if clip is None and model == "lipschitz":
-        raise InvalidInputError(
-            "model 'lipschitz' takes its Lipschitz constant from clip: give a number C > 0"
-        )
+        raise ArgumentError("model 'lipschitz' takes its Lipschitz constant from {clip}: give "
+                            "a number C > 0, or 'analytic' for clipless DP-SGD")
     require_positive_int("batch", args["batch"])
     require_positive_int("epochs", args["epochs"])
     if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
@@ -383,12 +389,14 @@ def _validate(**args) -> dict:
                 key, value, low=0.0, low_inclusive=key == "bias_bound",
                 hint="a public norm bound of clip 'analytic'")
     elif any(v is not None for v in analytic.values()):
-        raise InvalidInputError("input_bound and bias_bound set the bound of clip = 'analytic'; "
-                                f"clip = {clip!r} takes neither: leave them out")
+        raise ArgumentError("{input_bound} and {bias_bound} set the bound of {clip}; a "
+                            f"clip of {clip!r} takes neither: leave them out",
+                            values={"clip": "analytic"})
     if clip == "analytic" and args["preclip_noise"]:
-        raise InvalidInputError(
-            f"preclip_noise = {args['preclip_noise']!r} would break the bound of clip = "
-            "'analytic' (noised gradients are unbounded): leave it at 0")
+        raise ArgumentError(
+            f"{{preclip_noise}} = {args['preclip_noise']!r} would break the bound of "
+            "{clip} (noised gradients are unbounded): leave it at 0",
+            values={"clip": "analytic"})
     request = dict(args)
     if clip == "analytic":
         request.update(analytic)

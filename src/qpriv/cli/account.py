@@ -45,8 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     which.add_argument("--p", type=float, help="account this depolarizing p instead")
     which.add_argument("--target-eps", type=float,
                        help="inverse: the p whose rigorous eps for --unit is this")
-    ac.add_argument("--unit", choices=("token", "window", "record"), default="record",
-                    help="unit of --target-eps")
+    ac.add_argument("--unit", choices=("token", "window", "record"),
+                    help="unit of --target-eps (default: record); the table lists every unit")
     ac.add_argument("--delta", type=float, default=1e-5, help="delta of the rigorous eps")
     ac.add_argument("--epochs", type=positive_int, default=20, help="training epochs composed")
     ac.add_argument("--shots", type=positive_int, default=1024, help="N_s per token state")
@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
     if args.lower_bound_trials < 0:
         raise InvalidInputError(f"--lower-bound-trials = {args.lower_bound_trials} must be >= 0 "
                                 "(0 skips the distinguishing game)")
+    if args.unit is not None and args.target_eps is None:
+        raise InvalidInputError(f"--unit {args.unit} is the unit of --target-eps; without it "
+                                "the table lists every unit: add --target-eps or leave --unit "
+                                "out")
     signed, geometry = register(args)
     common = {"delta": args.delta, **geometry, "n_shots": args.shots,
               "stride": args.stride, "seq_len": args.seq_len, "epochs": args.epochs,
@@ -141,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         "token_length": signed.dim,
         "neighbourhood": signed_neighbourhood(signed, normalisation_known=False)}
     if args.target_eps is not None:
-        cal = accounting.rigorous_calibration(eps_total=args.target_eps, unit=args.unit,
+        cal = accounting.rigorous_calibration(eps_total=args.target_eps,
+                                              unit=args.unit or "record",
                                               d_model=args.d_model, **common)
         if args.json:
             emit_json(cal.as_dict() if encoding is None else {**cal.as_dict(),

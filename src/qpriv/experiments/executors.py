@@ -236,11 +236,14 @@ def make_executor(name: str = "local", *, address: str | None = None) -> Executo
             started for the grid and stopped after it).
 
     Raises:
-        InvalidInputError: an unknown name; an address for the local executor; ``ray`` where
-            Ray is not installed.
+        InvalidInputError: an unknown name; an empty address, or one for the local executor;
+            ``ray`` where Ray is not installed.
     """
     if name not in EXECUTORS:
         raise InvalidInputError(f"executor {name!r} is not one of {', '.join(EXECUTORS)}")
+    if address is not None and not address.strip():  # e.g. an unset shell variable
+        raise ArgumentError("{address} is empty; give the Ray head node's HOST:PORT, or leave "
+                            "{address} out (then $RAY_ADDRESS, else a local Ray)")
     if name == "local":
         if address is not None:
             raise ArgumentError("{address} names a Ray cluster, which only {executor} uses; "

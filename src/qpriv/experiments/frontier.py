@@ -59,7 +59,13 @@ from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_execu
 from qpriv.experiments.figures import frontier_plot
 from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
 from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
-from qpriv.forecasting.methods import LINEAR, NO_PRIVACY, check_method_eps, method
+from qpriv.forecasting.methods import (
+    LINEAR,
+    METHODS,
+    NO_PRIVACY,
+    check_method_eps,
+    method,
+)
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind, Unit
@@ -140,6 +146,13 @@ class FrontierReport:
 # -- the plan, checked before anything is written -------------------------------------------
 
 
+def frontier_methods() -> list[str]:
+    """The registered methods a frontier can draw: all but those that take an eps and state
+    no guarantee."""
+    return sorted(name for name, entry in METHODS.items()
+                  if not (entry.needs_eps and entry.privacy == NO_PRIVACY))
+
+
 def role_of(name: str, *, unit: str) -> str:
     """How method ``name`` is drawn on a frontier at ``unit`` (see :data:`ROLES`).
 
@@ -147,7 +160,7 @@ def role_of(name: str, *, unit: str) -> str:
         InvalidInputError: an unknown method, or one that takes an eps but states no privacy
             guarantee (nothing to put on a frontier).
     """
-    entry = method(name)
+    entry = method(name, listed=frontier_methods())
     if not entry.needs_eps:
         return FLOOR if entry.family == LINEAR and entry.privacy != NO_PRIVACY else NON_PRIVATE
     if entry.privacy == NO_PRIVACY:

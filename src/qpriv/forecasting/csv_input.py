@@ -15,13 +15,15 @@ from qpriv.errors import InvalidInputError
 __all__ = ["csv_header", "load_frame"]
 
 
-def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.DataFrame:
+def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
+               selectable: bool = True) -> pd.DataFrame:
     """Read a CSV with a ``date`` column and numeric channels into a checked DataFrame.
 
     The date column is found by name, case-insensitively, and becomes the (parsed) index; the
     other columns are the channels, as float64, in file order, or those named in ``columns``
     in that order (a single string means one column). Only the selected channels must be
-    numeric.
+    numeric. ``selectable`` False: the caller's ``columns`` are fixed (a trained run's
+    channels), so a bad cell's message does not offer to leave its column out.
 
     Raises:
         InvalidInputError: missing or unreadable file; no date column; an unknown, repeated
@@ -70,7 +72,7 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None) -> pd.
             "(in practice seq_len + horizon rows in each split)."
         )
 
-    values = {col: _numeric_column(path, raw, col) for col in channels}
+    values = {col: _numeric_column(path, raw, col, selectable=selectable) for col in channels}
     dates = _parse_dates(path, raw[date_col])
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
     return frame
@@ -142,7 +144,7 @@ def _select_channels(
     return selected
 
 
-def _numeric_column(path: Path, raw: pd.DataFrame, col: str) -> np.ndarray:
+def _numeric_column(path: Path, raw: pd.DataFrame, col: str, *, selectable: bool) -> np.ndarray:
     text = raw[col].astype(str).str.strip()
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
@@ -159,11 +161,13 @@ def _numeric_column(path: Path, raw: pd.DataFrame, col: str) -> np.ndarray:
     else:
         problem = f"an infinite value {cell!r}"
     more = f" ({bad.size} bad cells in this column)" if bad.size > 1 else ""
+    fix = ("every channel needs a finite number in every row: fill or interpolate the gaps, "
+           "or leave the column out with --columns / columns=." if selectable else
+           "every channel the run forecasts needs a finite number in every row: fill or "
+           "interpolate the gaps.")
     raise InvalidInputError(
         f"column {col!r} of {path} has {problem} at line {row + 2} (data row {row + 1}){more}; "
-        "every channel needs a finite number in every row: fill or interpolate the gaps, or "
-        "leave the column out with --columns / columns=."
-    )
+        + fix)
 
 
 def _to_datetime(text: pd.Series, *, utc: bool) -> pd.Series:

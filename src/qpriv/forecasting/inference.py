@@ -468,7 +468,7 @@ def _read_series(data: pd.DataFrame | str | Path, channels: Sequence[str]) -> _S
         raise InvalidInputError(
             f"{path} lacks the run's channels {missing} (the run forecasts {list(channels)}; "
             f"the file has {header}); give a CSV with those columns")
-    frame = load_frame(path, columns=list(channels))
+    frame = load_frame(path, columns=list(channels), selectable=False)
     return _Series(values=frame.to_numpy(dtype=np.float64), index=pd.DatetimeIndex(frame.index),
                    source=str(path), sha256=file_sha256(path))
 

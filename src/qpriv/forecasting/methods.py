@@ -17,7 +17,8 @@ its kind, so a report never mixes up a per-pass budget with a composed one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -129,12 +130,15 @@ def _add(entry: Method) -> None:
     METHODS[entry.name] = entry
 
 
-def method(name: str) -> Method:
-    """The registry entry of ``name``, or an error listing the known methods."""
+def method(name: str, *, listed: Collection[str] | None = None) -> Method:
+    """The registry entry of ``name``; for an unknown name, an error naming the closest known
+    method and listing them all (``listed``: only these, e.g. those a frontier takes)."""
     if name not in METHODS:
-        raise InvalidInputError(
-            f"unknown method {name!r}; known methods: {', '.join(sorted(METHODS))}"
-        )
+        known = sorted(METHODS if listed is None else listed)
+        close = difflib.get_close_matches(str(name), known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InvalidInputError(f"unknown method {name!r}{hint}; known methods: "
+                                f"{', '.join(known)}")
     return METHODS[name]
 
 

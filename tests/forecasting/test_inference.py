@@ -8,6 +8,7 @@ z-scored units, or scaled with the wrong channel's statistics, is far from the r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -22,12 +23,13 @@ from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_backbone_run, load_run
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.inference import ForecastingRun, claims_path
+from qpriv.forecasting.datasets import DATASETS
+from qpriv.forecasting.inference import SOURCE_NOTE, ForecastingRun, claims_path
 from qpriv.forecasting.methods import LINEAR, METHODS, setup_method
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import PrivacyClaim
-from qpriv.runs.layout import RESULT_FILE
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
 from qpriv.training.evaluation import seeded_noise
 from qpriv.training.seeding import derive_seed
 
@@ -145,6 +147,14 @@ def test_every_method_forecasts_a_user_csv_in_its_own_units(method, csv, tmp_pat
     for claim in sidecar["claims"]:
         assert {"value", "delta", "kind", "accounting", "unit", "covers"} <= set(claim)
     assert set(result["original_units"]["mse"]) == set(CHANNELS)
+    # the private training file's digest identifies it exactly: it stays in config.json,
+    # named in the notes, and is in neither result.json nor the forecast's record of the run
+    # (the sidecar's source_sha256 is the digest of the file the forecast read, here the same)
+    digest = hashlib.sha256(csv.read_bytes()).hexdigest()
+    assert json.loads((run_dir / CONFIG_FILE).read_text())["source_sha256"] == digest
+    assert digest not in (run_dir / RESULT_FILE).read_text()
+    assert result["inference"]["source_sha256"] is None and sidecar["training_sha256"] is None
+    assert SOURCE_NOTE in result["privacy_notes"]
 
 
 def test_which_methods_draw_noise_at_inference():
@@ -249,7 +259,8 @@ def test_new_data_with_the_runs_columns_is_accepted_and_said_to_be_new(runs, tmp
         other, index=False)
     assert main(["forecast", str(run_dir), "--csv", str(other), "--json"]) == 0
     out = _last_json(capsys)
-    assert out["new_data"] is True and out["source_sha256"] != out["training_sha256"]
+    assert out["new_data"] is True and out["training_sha256"] is None  # a private file's
+    assert out["source_sha256"] == hashlib.sha256(other.read_bytes()).hexdigest()
     assert out["timestamps"][0] == "2010-12-26T00:00:00"  # the day after the last row
     assert list(out["forecast"]) == CHANNELS and len(out["forecast"]["JPY"]) == H
     assert out["std"] is None and out["passes"] == 1 and out["claims"] == []
@@ -262,6 +273,7 @@ def test_a_named_dataset_is_forecast_after_its_last_row(ldpt_run_dir, capsys):
                  "--json"]) == 0
     out = _last_json(capsys)
     assert out["new_data"] is False and out["passes"] == 2 and out["noisy"] is True
+    assert out["training_sha256"] == DATASETS["ETTh1"].sha256  # a published digest is kept
     assert out["timestamps"][:2] == ["2018-06-26T20:00:00", "2018-06-26T21:00:00"]
     assert len(out["timestamps"]) == 24 and list(out["std"]) == list(out["forecast"])
     assert out["claims"][0]["kind"] == "local eps-QDP per pass" and out["claims"][0]["value"] == 0.1

@@ -16,6 +16,7 @@ from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
 from qpriv.forecasting.linear import evaluate
+from qpriv.forecasting.linear_run import PUBLIC_NOTE
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import PrivacyClaim
 
@@ -50,6 +51,7 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     assert main(["train", "--method", "public", "--json"]) == 0
     every = _last_json(capsys)
     assert few["claims"] == [] and few["privacy"].startswith("none needed")
+    assert few["privacy_notes"] == [PUBLIC_NOTE]  # how its one design was chosen
     assert few["mse"] == every["mse"]  # it read none of the training windows it was given
 
 

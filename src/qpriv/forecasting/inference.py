@@ -82,15 +82,32 @@ def _same_frequency(a: str, b: str) -> bool:
     return pd.tseries.frequencies.to_offset(a) == pd.tseries.frequencies.to_offset(b)
 
 
+SOURCE_NOTE = ("config.json records the training file's path and sha256 (so that a forecast "
+               "or an audit can check the data it reads); they identify the file exactly and "
+               "no guarantee covers them: share the weights and result.json, not config.json")
+"""The note of a run trained on a user's CSV: its digest stays in the run's settings only."""
+
+
+def released_digest(digest: str | None) -> str | None:
+    """``digest`` where it is a named dataset's published sha256 (public already), else None.
+
+    The digest of private training data is outside every guarantee (changing one value
+    changes it, and anyone holding a candidate file can confirm it exactly), so result.json
+    and a forecast's output never carry it; config.json keeps it for the run's own checks
+    (:data:`SOURCE_NOTE`)."""
+    return digest if digest in {spec.sha256 for spec in DATASETS.values()} else None
+
+
 @dataclass(frozen=True)
 class InferenceRecord:
     """What forecasting new data needs from the training data, stored in ``result.json``.
 
     ``channels`` in the model's order; ``date_column`` the name of the file's date column;
     ``freq`` its pandas frequency (None: uneven); ``first_timestamp`` / ``last_timestamp`` /
-    ``rows`` the training file's span; ``source_sha256`` its digest (to tell new data from the
-    training file); ``scaler`` the z-score the model works in (None for the linear family, see
-    the module docstring) and ``scaler_note`` what it is.
+    ``rows`` the training file's span; ``source_sha256`` its digest where that is a named
+    dataset's published one (:func:`released_digest`; None for a user's CSV), to tell new data
+    from the training file; ``scaler`` the z-score the model works in (None for the linear
+    family, see the module docstring) and ``scaler_note`` what it is.
     """
 
     channels: tuple[str, ...]
@@ -115,7 +132,7 @@ class InferenceRecord:
             channels=tuple(data.channels), date_column=str(dates.name or "date"),
             freq=series_frequency(dates), first_timestamp=dates[0].isoformat(),
             last_timestamp=dates[-1].isoformat(), rows=len(dates),
-            source_sha256=file_sha256(data.source),
+            source_sha256=released_digest(file_sha256(data.source)),
             scaler=data.scaler if keep_scaler else None,
             scaler_note=(f"{BACKBONE_SCALER_NOTE}; fitted on rows [{start}, {stop})"
                          if keep_scaler else LINEAR_SCALER_NOTE))
@@ -198,7 +215,8 @@ class Forecast:
         return {
             "run": str(self.run_dir), "method": self.method, "privacy": self.privacy,
             "source": self.source, "source_sha256": self.source_sha256,
-            "training_sha256": self.training_sha256, "new_data": self.new_data,
+            "training_sha256": released_digest(self.training_sha256),
+            "new_data": self.new_data,
             "window_end": self.window_end.isoformat(), "seq_len": self.seq_len,
             "horizon": len(self.frame), "freq": self.freq, "channels": list(self.channels),
             "passes": self.passes, "noisy": self.noisy, "seed": self.seed,

@@ -27,7 +27,7 @@ import torch
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
-from qpriv.forecasting.inference import InferenceRecord
+from qpriv.forecasting.inference import SOURCE_NOTE, InferenceRecord
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
@@ -329,6 +329,8 @@ def run_forecast(
                         "device": str(trainer.device), "threads": used_threads},
     }
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
+    if request["source_sha256"] is not None:  # a user's CSV: its digest is not released
+        result["privacy_notes"] = [*result.get("privacy_notes", []), SOURCE_NOTE]
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
         if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more

@@ -20,11 +20,20 @@ class InvalidInputError(QprivError, ValueError):
     """An argument or a data file is outside what the method accepts."""
 
 
+def _bad_value(name: str, rest: str) -> InvalidInputError:
+    """The error ``name`` + ``rest``: an :class:`ArgumentError` naming the argument where
+    ``name`` is one (so the command line says ``--preclip-noise = -1``, Python
+    ``preclip_noise = -1``), plain text for a described quantity ("hidden width")."""
+    if name.isidentifier():
+        return ArgumentError("{" + name + "}" + rest.replace("{", "{{").replace("}", "}}"))
+    return InvalidInputError(name + rest)
+
+
 def require_finite(name: str, value: float) -> float:
     """Return ``value`` as float, or raise if it is NaN or infinite."""
     value = float(value)
     if not math.isfinite(value):
-        raise InvalidInputError(f"{name} must be a finite number, got {value}")
+        raise _bad_value(name, f" must be a finite number, got {value}")
     return value
 
 
@@ -51,14 +60,14 @@ def require_in_range(
     if not ok:
         left = "(-inf" if low is None else ("[" if low_inclusive else "(") + f"{low:g}"
         right = "inf)" if high is None else f"{high:g}" + ("]" if high_inclusive else ")")
-        message = f"{name} = {value:g} is outside the valid range {left}, {right}"
-        raise InvalidInputError(f"{message}; {hint}" if hint else message)
+        message = f" = {value:g} is outside the valid range {left}, {right}"
+        raise _bad_value(name, f"{message}; {hint}" if hint else message)
     return value
 
 
 def require_positive_int(name: str, value: object) -> int:
     """Return ``value`` as int if it is an integer >= 1 (bool excluded), else raise."""
-    not_an_integer = InvalidInputError(f"{name} = {value!r} is not an integer >= 1")
+    not_an_integer = _bad_value(name, f" = {value!r} is not an integer >= 1")
     if isinstance(value, bool):
         raise not_an_integer
     try:
@@ -66,9 +75,8 @@ def require_positive_int(name: str, value: object) -> int:
     except TypeError:
         raise not_an_integer from None
     if number < 1:
-        raise InvalidInputError(
-            f"{name} = {number} is outside the valid range [1, inf): it must be an integer >= 1"
-        )
+        raise _bad_value(name, f" = {number} is outside the valid range [1, inf): it must be "
+                               "an integer >= 1")
     return number
 
 

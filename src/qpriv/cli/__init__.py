@@ -34,7 +34,7 @@ from qpriv.cli import (
     train,
     train_classifier,
 )
-from qpriv.cli.common import Parser, after_interrupt, flag_names
+from qpriv.cli.common import Parser, after_interrupt, command_parser, flag_names
 from qpriv.errors import ArgumentError, QprivError
 
 COMMANDS = (calibrate, audit, attack, train, forecast, methods, quickstart, train_classifier,
@@ -61,8 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         return args.handler(args)
-    except ArgumentError as err:
-        print(f"qpriv: error: {err.spelled(flag_names(parser))}", file=sys.stderr)
+    except ArgumentError as err:  # named by the flags of the command that ran
+        print(f"qpriv: error: {err.spelled(flag_names(command_parser(parser, args)))}",
+              file=sys.stderr)
         return 2
     except QprivError as err:
         print(f"qpriv: error: {err}", file=sys.stderr)

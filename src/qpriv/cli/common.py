@@ -14,7 +14,7 @@ from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
-KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid"}
+KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid", "eps_s": "--eps"}
 """Library keyword arguments whose flag is not their name with dashes."""
 
 
@@ -123,6 +123,18 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 yield from _parsers(child)
+
+
+def command_parser(parser: argparse.ArgumentParser,
+                   args: argparse.Namespace | None) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` ran (``qpriv train``'s for ``qpriv train ...``),
+    whose flags an error names; ``parser`` itself where no command was parsed."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and args is not None:
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return command_parser(chosen, args)
+    return parser
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:

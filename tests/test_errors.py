@@ -1,0 +1,37 @@
+"""The range checks' messages: the argument's Python name in Python, its flag on the command
+line, and text that holds braces or describes a quantity left as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from qpriv.errors import (
+    ArgumentError,
+    InvalidInputError,
+    require_finite,
+    require_in_range,
+    require_positive_int,
+)
+
+
+def test_a_named_argument_is_spelled_by_the_interface_that_gave_it():
+    with pytest.raises(ArgumentError) as err:
+        require_in_range("preclip_noise", -1, low=0.0, low_inclusive=True,
+                         hint="a set {0} of braces stays as written")
+    assert str(err.value) == ("preclip_noise = -1 is outside the valid range [0, inf); a set "
+                              "{0} of braces stays as written")
+    assert err.value.spelled({"preclip_noise": "--preclip-noise"}).startswith(
+        "--preclip-noise = -1 is outside")
+    with pytest.raises(ArgumentError, match=r"^seq_len = 0 is outside the valid range"):
+        require_positive_int("seq_len", 0)
+    with pytest.raises(ArgumentError, match=r"^lr must be a finite number, got nan"):
+        require_finite("lr", float("nan"))
+
+
+def test_a_described_quantity_is_plain_text():
+    for check in (lambda: require_positive_int("hidden width", 0),
+                  lambda: require_in_range("eps (per-pass budget eps_s)", 0.0, low=0.0)):
+        with pytest.raises(InvalidInputError) as err:
+            check()
+        assert not isinstance(err.value, ArgumentError)
+    assert require_in_range("eps", 0.5, low=0.0, high=1.0) == 0.5

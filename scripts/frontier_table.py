@@ -6,7 +6,7 @@ Reads every published frontier, ``results/frontier-<dataset>-H<horizon>-<unit>/f
 --methods dp-linear public ridge``), both written by ``scripts/publish_results.py``; the LDPT
 paper's numbers (:mod:`qpriv.experiments.paper_numbers`); and our full-budget backbone numbers,
 from the full frontier where it is published, else from a full-budget reproduction under
-``results/`` (Table 3's earlier full-budget run otherwise, at ETTh1 H = 24 only). It prints one
+``results/`` (else "queued"). It prints one
 Markdown table: one row per (setting, method), each with the unit its eps is stated at, then one
 line per setting saying whether ``dp-linear`` beats the public floor.
 
@@ -50,14 +50,9 @@ setting is the row's source."""
 ALSO = ("table11", "table12", "tableA4")
 """Tables whose other numbers for the same cell are listed below the table."""
 
-EARLIER_FULL = {("ETTh1", 24): {("ldpt", 0.1): 0.537, ("dpsgd", 0.1): 0.544,
-                                ("classical", None): 0.325}}
-"""Our full-budget backbone numbers from the earlier full-budget run of Table 3's cells (the
-README's ETTh1 H = 24 table), used where no full-budget reproduction is published yet."""
-QUEUED = {("ETTh1", 24)}
-"""Settings whose backbone cells are being computed at the full budget (Table 3's grid)."""
-PENDING = "being computed"
-NOT_RUN = "not run yet"
+PENDING = "queued"
+"""A backbone number not published yet: every setting of the table is in the queue of
+``scripts/run_full_budget.sh``, which publishes its frontiers as they finish."""
 DECIMALS = {"table3": 4, "table11": 4, "table12": 4}
 """The decimals each table prints (3 where not listed), so that 0.410 is not shown as 0.41."""
 
@@ -111,8 +106,8 @@ def _row(rows: list[dict], method: str, eps: float | None) -> dict | None:
 def ours_backbone(published: Sequence[dict], reproduced: list[dict], dataset: str,
                   horizon: int, method: str, eps: float | None) -> str:
     """Our full-budget test MSE of a backbone method at a setting: from the setting's
-    published frontier rows (``published``), else a full-budget reproduction, else the earlier
-    run, else :data:`PENDING` or :data:`NOT_RUN`."""
+    published frontier rows (``published``), else a full-budget reproduction, else
+    :data:`PENDING`."""
     row = _row(list(published), method, eps)
     if row is not None and row.get("mse_mean"):
         return _mean_sd(row)
@@ -120,10 +115,7 @@ def ours_backbone(published: Sequence[dict], reproduced: list[dict], dataset: st
         if (row.get("dataset"), _float(row.get("horizon", "")), row.get("method"),
                 _float(row.get("eps", ""))) == (dataset, horizon, method, eps) and row.get("mse"):
             return format_cell(float(row["mse"]), significant=True)
-    value = EARLIER_FULL.get((dataset, horizon), {}).get((method, eps))
-    if value is None:
-        return PENDING if (dataset, horizon) in QUEUED else NOT_RUN
-    return f"{value:g}"
+    return PENDING
 
 
 def paper(dataset: str, horizon: int, method: str, eps: float | None

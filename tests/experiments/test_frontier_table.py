@@ -57,5 +57,5 @@ def test_a_full_frontier_replaces_the_linear_one_and_gives_the_backbone_rows(loa
     def row(method: str) -> str:
         return next(line for line in printed if f"| `{method}`" in line and "ETTh1, 24" in line)
 
-    assert "0.5422 / being computed" in row("ldpt")  # eps 0.1 from the frontier; 1 not in it
+    assert "0.5422 / queued" in row("ldpt")  # eps 0.1 from the frontier; 1 not in it
     assert "0.3253" in row("classical")

@@ -14,9 +14,9 @@ import pytest
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import publish as pub
 from qpriv.experiments.frontier import run_frontier
-from qpriv.experiments.grid import TINY
+from qpriv.experiments.grid import TINY, Cell
 from qpriv.experiments.registry import experiment
-from qpriv.experiments.runner import run_experiment
+from qpriv.experiments.runner import cell_files, has_model, reproduce_job, run_experiment
 
 COMMAND = "qpriv reproduce table9 --budget tiny --out runs/tiny"
 
@@ -119,12 +119,47 @@ def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, publi
     argv += ["--allow-budget", "tiny"]
     cells = out / "cells" / "tiny"
     (cells / "ETTh1-H24-dpsgd-eps0.1-s2024" / "mia.json").unlink()
-    assert "1 of 8 cells have no result.json or mia.json (e.g. ETTh1-H24-dpsgd-eps0.1-s2024)" \
+    assert "1 of 8 cells lack a file (e.g. ETTh1-H24-dpsgd-eps0.1-s2024 has no mia.json)" \
            in _refused(publish, argv, dest)
     shutil.rmtree(cells / "ETTh1-H24-classical-s2024")
     assert "2 of 8 cells" in _refused(publish, argv, dest)
     (out / "table9" / "tiny" / "table.md").unlink()
     assert "table.md is missing" in _refused(publish, argv, dest)
+
+
+@needs_ett
+def test_a_cell_that_diverged_before_it_had_a_model_is_finished_without_an_attack(
+        grid, tmp_path, publish):
+    """A run whose training diverged before any finite validation loss has no weights: Table 9
+    shows it diverged and does not attack it, so it has no mia.json, and it still counts as a
+    finished cell for the grid and for publishing (the rest keep their attack)."""
+    out = _copy(grid, tmp_path)
+    for attack in out.rglob("mia.json"):  # each names its run folder: the copy's, here
+        written = attack.stat().st_mtime
+        attack.write_text(attack.read_text().replace(str(grid), str(out)))
+        os.utime(attack, (written, written))
+    cell = out / "cells" / "tiny" / "ETTh1-H24-dpsgd-eps0.1-s2024"
+    result = cell / "result.json"
+    written = result.stat().st_mtime
+    data = json.loads(result.read_text())
+    data.update(best_epoch=0, diverged_epoch=1, mse=None, mae=None, val_loss=None)
+    result.write_text(json.dumps(data))
+    os.utime(result, (written, written))  # as the grid wrote it, before its report
+    (cell / "mia.json").unlink()
+    (cell / "best.pt").unlink()
+    assert not has_model(cell) and cell_files(cell, metrics=experiment("table9").metrics) == (
+        "result.json",)
+    kept = reproduce_job(Cell("dpsgd", 0.1), metrics=experiment("table9").metrics,
+                         budget=TINY, out_dir=out, data_dir=None, threads=1)
+    assert kept.finished  # not handed out again for an attack it cannot have
+    dest = tmp_path / "table9"
+    code, _, err = publish(["--out", str(out), "--reproduce", "table9", "--dest", str(dest),
+                            "--command", COMMAND, "--allow-budget", "tiny"])
+    assert code == 0, err
+    assert sorted(p.name for p in (dest / "cells" / cell.name).iterdir()) == ["result.json"]
+    assert (dest / "cells" / "ETTh1-H24-classical-s2024" / "mia.json").is_file()
+    assert ("`result.json` (and `mia.json` where the cell has a model to attack) of each of "
+            "the 8 cells") in (dest / "README.md").read_text()
 
 
 @needs_ett
@@ -150,7 +185,8 @@ def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, 
 def test_a_frontier_with_a_missing_cell_is_refused(grid, tmp_path):
     out = _copy(grid, tmp_path)
     (out / "cells" / "tiny" / "ETTh1-H24-ridge-s2024" / "result.json").unlink()
-    with pytest.raises(InvalidInputError, match=r"1 of 6 cells have no result\.json"):
+    with pytest.raises(InvalidInputError, match=r"1 of 6 cells lack a file \(e\.g\. "
+                                                r".*ridge-s2024 has no result\.json"):
         pub.frontier("ETTh1-H24-record", out_dir=out, budget="tiny")
 
 

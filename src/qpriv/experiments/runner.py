@@ -173,8 +173,8 @@ def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir
     out_dir = Path(out_dir).absolute()
     data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
-    finished = (run_dir / RESULT_FILE).is_file() and (
-        not attacked(metrics) or (run_dir / MIA_FILE).is_file())
+    finished = (run_dir / RESULT_FILE).is_file() and all(
+        (run_dir / name).is_file() for name in cell_files(run_dir, metrics=metrics))
     return CellJob(key=cell.key, run_dir=run_dir, threads=threads, finished=finished,
                    work=functools.partial(reproduce_cell, cell, metrics=tuple(metrics),
                                           budget=budget, out_dir=out_dir, data_dir=data_dir,
@@ -254,6 +254,23 @@ def cell_metrics(run_dir: Path, *, metrics: Sequence[str], budget: Budget,
 def attacked(metrics: Sequence[str]) -> bool:
     """Whether ``metrics`` need Table 9's attack on each cell (kept in ``mia.json``)."""
     return any(m.startswith("mia_") or m == "loss_gap" for m in metrics)
+
+
+def has_model(run_dir: Path) -> bool:
+    """Whether the finished run in ``run_dir`` has weights to attack: a run whose training
+    diverged before any finite validation loss has none (best epoch 0); its row says it
+    diverged, and it is not attacked."""
+    stored = read_json_object(run_dir / RESULT_FILE, fix=_recompute_cell(run_dir))
+    return bool(stored.get("best_epoch"))
+
+
+def cell_files(run_dir: Path, *, metrics: Sequence[str]) -> tuple[str, ...]:
+    """The files of a finished cell of a grid with ``metrics``: ``result.json``, and
+    ``mia.json`` where the grid attacks its cells and this one has a model (``run_dir``'s
+    result.json must exist where the grid attacks)."""
+    if attacked(metrics) and has_model(run_dir):
+        return (RESULT_FILE, MIA_FILE)
+    return (RESULT_FILE,)
 
 
 def _mia(run_dir: Path, *, budget: Budget, data_dir: str | Path | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from qpriv.experiments import publish as pub
 from qpriv.experiments.frontier import run_frontier
 from qpriv.experiments.grid import TINY, Cell
 from qpriv.experiments.registry import experiment
-from qpriv.experiments.runner import cell_files, has_model, reproduce_job, run_experiment
+from qpriv.experiments.runner import files_of_cell, has_model, reproduce_job, run_experiment
 
 COMMAND = "qpriv reproduce table9 --budget tiny --out runs/tiny"
 
@@ -147,7 +147,7 @@ def test_a_cell_that_diverged_before_it_had_a_model_is_finished_without_an_attac
     os.utime(result, (written, written))  # as the grid wrote it, before its report
     (cell / "mia.json").unlink()
     (cell / "best.pt").unlink()
-    assert not has_model(cell) and cell_files(cell, metrics=experiment("table9").metrics) == (
+    assert not has_model(cell) and files_of_cell(cell, metrics=experiment("table9").metrics) == (
         "result.json",)
     kept = reproduce_job(Cell("dpsgd", 0.1), metrics=experiment("table9").metrics,
                          budget=TINY, out_dir=out, data_dir=None, threads=1)

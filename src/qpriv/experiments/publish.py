@@ -39,7 +39,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -65,7 +65,7 @@ from qpriv.experiments.runner import (
     TABLE_MD,
     attacked,
     cell_dir,
-    has_model,
+    files_of_cell,
     resolve_budget,
 )
 from qpriv.forecasting.methods import LINEAR, method
@@ -90,9 +90,9 @@ class Source:
     """A finished grid, checked: its report files and the cell folders whose results count.
 
     ``files`` are copied as they are (tables and plots), ``cells`` map a cell key to the cell's
-    folder, ``cell_files`` are the names copied from each cell folder; ``model_files`` those
-    copied only from a cell that has a model (Table 9's ``mia.json``: a run that diverged
-    before any finite validation loss has no weights to attack).
+    folder, ``cell_files`` are the names every cell folder holds; ``metrics`` the grid's
+    (where they attack the cells, a cell with a model also holds Table 9's ``mia.json``: see
+    :func:`~qpriv.experiments.runner.files_of_cell`).
     """
 
     kind: str
@@ -110,13 +110,11 @@ class Source:
     finished: float
     """When the report was written (seconds since the epoch)."""
     notes: tuple[str, ...] = ()
-    model_files: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
 
     def files_of(self, folder: Path) -> tuple[str, ...]:
-        """The names copied from one cell folder."""
-        if self.model_files and (folder / RESULT_FILE).is_file() and has_model(folder):
-            return (*self.cell_files, *self.model_files)
-        return self.cell_files
+        """The names copied from one (finished) cell folder."""
+        return files_of_cell(folder, metrics=self.metrics)
 
 
 def _budget(budget: str, *, what: str, out: Path, folder: Path) -> None:
@@ -139,14 +137,15 @@ def _budget(budget: str, *, what: str, out: Path, folder: Path) -> None:
 
 
 def _finished(report_files: Sequence[Path], cells: Sequence[tuple[str, Path]],
-              cell_files: Callable[[Path], Sequence[str]], *, what: str, rerun: str) -> float:
+              metrics: Sequence[str], *, what: str, rerun: str) -> float:
     """When the report was written; refuse a missing file, an unfinished cell (one that lacks
-    a file of ``cell_files(folder)``) or a stale report."""
+    a file of :func:`~qpriv.experiments.runner.files_of_cell` for the grid's ``metrics``) or a
+    stale report."""
     missing = [p for p in report_files if not p.is_file()]
     if missing:
         raise InvalidInputError(f"{what} is not finished: {missing[0]} is missing; {rerun}")
     needs = {key: ((RESULT_FILE,) if not (folder / RESULT_FILE).is_file()
-                   else tuple(cell_files(folder))) for key, folder in cells}
+                   else files_of_cell(folder, metrics=metrics)) for key, folder in cells}
     unfinished = [(key, name) for key, folder in cells for name in needs[key]
                   if not (folder / name).is_file()]
     if unfinished:
@@ -193,23 +192,18 @@ def reproduction(experiment_id: str, *, out_dir: str | Path, budget: str = FULL.
                 f"{first.get('cell')}: {first.get('error')}); {rerun}")
     notes: tuple[str, ...] = ()
     cells: list[tuple[str, Path]] = []
-    cell_files: tuple[str, ...] = ()
-    model_files = (MIA_FILE,) if exp.compute is None and attacked(exp.metrics) else ()
     if exp.compute is None:
-        cell_files = (RESULT_FILE,)
         cells = [(cell.key, cell_dir(cell, budget=chosen, out_dir=out))
                  for cell in exp.cells(tuple(seeds) if seeds else exp.seeds)]
     elif exp.id.startswith("qml-"):
         notes = ("The classifier runs behind these rows (one JSON record each, in "
                  "cells/<budget>/qml/ under the command's --out, shared between figures) are "
                  "not copied: at the full budget they run to tens of megabytes.",)
-    finished = _finished([*files, summary], cells,
-                         lambda folder: cell_files + (model_files if has_model(folder) else ()),
-                         what=exp.id, rerun=rerun)
+    finished = _finished([*files, summary], cells, exp.metrics, what=exp.id, rerun=rerun)
     return Source(kind="reproduce", name=exp.id, title=f"{exp.id}: {exp.title}",
                   budget=budget, stamp=exp.stamp(chosen), out_dir=out, files=tuple(files),
-                  cells=tuple(cells), cell_files=cell_files, finished=finished, notes=notes,
-                  model_files=model_files)
+                  cells=tuple(cells), cell_files=(RESULT_FILE,) if cells else (),
+                  finished=finished, notes=notes, metrics=tuple(exp.metrics))
 
 
 FRONTIER_NAME = re.compile(r"^(?P<dataset>.+)-H(?P<horizon>[1-9][0-9]*)-(?P<unit>[a-z]+)$")
@@ -277,8 +271,7 @@ def frontier(name: str, *, out_dir: str | Path, budget: str = FULL.name) -> Sour
         raise InvalidInputError(f"{files[0]} names other cells than its methods, eps and seeds "
                                 f"give (e.g. {sorted(named ^ planned, key=str)[0]}); {rerun}")
     cells = [(cell.key, cell_dir(cell, budget=chosen, out_dir=out)) for _, cell in jobs]
-    finished = _finished(files, cells, lambda _: (RESULT_FILE,), what=f"frontier {name}",
-                         rerun=rerun)
+    finished = _finished(files, cells, (), what=f"frontier {name}", rerun=rerun)
     return Source(kind="frontier", name=name,
                   title=f"Privacy-utility frontier: {dataset}, H = {horizon}, {unit} unit",
                   budget=budget, stamp=frontier_stamp(chosen, methods=methods), out_dir=out,
@@ -365,9 +358,8 @@ def readme(source: Source, *, command: str, published: datetime.date) -> str:
              f"- files: {report}"]
     if source.cells:
         names = " and ".join(f"`{n}`" for n in source.cell_files)
-        if source.model_files:
-            names += " (and " + " and ".join(f"`{n}`" for n in source.model_files) + \
-                " where the cell has a model to attack)"
+        if attacked(source.metrics):
+            names += f" (and `{MIA_FILE}` where the cell has a model to attack)"
         lines.append(f"- cells: {names} of each of the {len(source.cells)} cells, in "
                      f"`{CELLS_DIR}/<cell key>/`")
     lines += [f"- not copied: {LEFT_OUT}", *(f"- {note}" for note in source.notes)]

@@ -174,7 +174,7 @@ def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir
     data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
     finished = (run_dir / RESULT_FILE).is_file() and all(
-        (run_dir / name).is_file() for name in cell_files(run_dir, metrics=metrics))
+        (run_dir / name).is_file() for name in files_of_cell(run_dir, metrics=metrics))
     return CellJob(key=cell.key, run_dir=run_dir, threads=threads, finished=finished,
                    work=functools.partial(reproduce_cell, cell, metrics=tuple(metrics),
                                           budget=budget, out_dir=out_dir, data_dir=data_dir,
@@ -264,7 +264,7 @@ def has_model(run_dir: Path) -> bool:
     return bool(stored.get("best_epoch"))
 
 
-def cell_files(run_dir: Path, *, metrics: Sequence[str]) -> tuple[str, ...]:
+def files_of_cell(run_dir: Path, *, metrics: Sequence[str]) -> tuple[str, ...]:
     """The files of a finished cell of a grid with ``metrics``: ``result.json``, and
     ``mia.json`` where the grid attacks its cells and this one has a model (``run_dir``'s
     result.json must exist where the grid attacks)."""

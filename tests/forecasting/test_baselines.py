@@ -78,6 +78,25 @@ def test_one_window_moves_the_clipped_sum_by_at_most_the_clip_norm():
         assert distance(with_all, without) == pytest.approx(1.0, rel=1e-4)
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_a_sample_whose_gradient_overflowed_is_dropped_not_spread_into_the_sum(bad):
+    """C / inf is 0 but 0 * inf is nan: clipping alone would let one overflowing sample make the
+    whole released sum nan, a change no noise covers. It is dropped (counted as clipped), so the
+    sum equals the sum without it, and the noise is the same draw."""
+    grads = {"w": torch.tensor([[1.0, 2.0], [bad, 0.0], [0.5, -0.5]]),
+             "b": torch.tensor([[3.0], [1.0], [0.1]])}
+    kwargs = {"shapes": {"w": torch.Size([2]), "b": torch.Size([1])}, "clip": 1.0,
+              "noise_multiplier": 1.0, "denominator": 3.0}
+    with_bad, clipped = clip_and_noise(grads, generator=torch.Generator().manual_seed(3),
+                                       **kwargs)
+    without, _ = clip_and_noise({k: g[[0, 2]] for k, g in grads.items()},
+                                generator=torch.Generator().manual_seed(3), **kwargs)
+    assert all(torch.isfinite(t).all() for t in with_bad.values())
+    for name in grads:
+        torch.testing.assert_close(with_bad[name], without[name])
+    assert clipped == pytest.approx(2 / 3)  # the first sample (norm 3.2) and the dropped one
+
+
 def test_dpsgd_noise_has_the_accountants_scale():
     n_params = 20_000
     gen = torch.Generator().manual_seed(0)

@@ -182,7 +182,9 @@ def clip_and_noise(
     that is clipped is the whole per-sample gradient's. ``grads`` None (an empty Poisson
     batch) still releases the noise, shaped by ``shapes``. ``denominator`` is the expected batch
     size q N under Poisson sampling (as Opacus divides), the real size otherwise. Works on the
-    per-parameter tensors as they come, without a (B, P) copy.
+    per-parameter tensors as they come, without a (B, P) copy. With a threshold, a sample whose
+    gradient is not finite (an overflow) is dropped, counted as clipped, so that the sum still
+    moves by at most C per sample.
     """
     if grads is None or next(iter(grads.values())).shape[0] == 0:
         total = {name: torch.zeros(shape) for name, shape in shapes.items()}
@@ -193,6 +195,15 @@ def clip_and_noise(
             [torch.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads.values()],
             dim=1), dim=1)
         factors = clip_factors(norms, clip)
+        finite = torch.isfinite(norms)
+        if clip is not None and not bool(finite.all()):
+            # an example whose gradient overflowed: C / inf is 0 but 0 * inf is nan, so clipping
+            # alone would let that one example turn the released sum into nan (a change no
+            # noise covers); its gradient is dropped instead, which moves the sum by 0 <= C
+            factors = torch.where(finite, factors, torch.zeros_like(factors))
+            grads = {name: torch.where(finite.view(-1, *([1] * (g.dim() - 1))), g,
+                                       torch.zeros((), dtype=g.dtype, device=g.device))
+                     for name, g in grads.items()}
         total = {name: torch.tensordot(factors, g, dims=1) for name, g in grads.items()}
         clipped = float((factors < 1).float().mean())
     if noise_multiplier > 0:

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from qpriv.cli import main
+from qpriv.cli.train_classifier import analytic_bound_line
 from qpriv.privacy.claims import PrivacyClaim
 
 
@@ -246,6 +247,17 @@ def test_train_classifier_clipless_lipschitz(capsys):
     out = capsys.readouterr().out
     assert f"analytic per-example gradient bound Delta = {bound['per_example_norm_bound']:.4g}" \
         in out and "clip probability: 0" in out
+    assert bound["max_epoch_clip_fraction"] == 0.0 and "nothing was clipped" in out
+
+
+@pytest.mark.parametrize(("clipped", "ratio"), [(0.01, 0.9), (0.0, 1.2)])
+def test_a_clipless_run_whose_guard_clipped_is_not_called_unclipped(clipped, ratio):
+    line = analytic_bound_line({"per_example_norm_bound": 20.9, "max_epoch_clip_fraction":
+                                clipped, "max_example_norm_over_bound": ratio})
+    assert "BOUND NOT MET" in line and "nothing was clipped" not in line
+    assert "nothing was clipped" in analytic_bound_line(
+        {"per_example_norm_bound": 20.9, "max_epoch_clip_fraction": 0.0,
+         "max_example_norm_over_bound": 0.9})
 
 
 def test_an_out_dir_below_a_file_is_one_line(capsys, tmp_path):

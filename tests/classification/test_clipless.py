@@ -16,6 +16,7 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from deel import torchlip
 from torch.func import vjp
 
+from qpriv.classification import run as classifier_run
 from qpriv.classification.bounds import (
     cross_entropy_lipschitz,
     global_gradient_bound,
@@ -221,6 +222,11 @@ def test_a_private_run_calibrates_the_noise_to_the_bound_and_never_clips() -> No
     assert r["eps"]["value"] <= 10.0 + 1e-9
     assert "sigma * Delta" in r["noise_multiplier"]["meaning"]
     assert any(note.startswith("clipless DP-SGD") for note in r["privacy_notes"])
+    # what escapes the guarantee is named: the training split's statistics and how the
+    # default X (training norms) and tau (validation share) were chosen
+    assert classifier_run.TRAINING_STATISTICS_NOTE in r["privacy_notes"]
+    assert classifier_run.ANALYTIC_DEFAULTS_NOTE in r["privacy_notes"]
+    assert r["gradient_bound"]["max_epoch_clip_fraction"] == 0.0
     assert r["accuracy"] > 0.5
 
 

@@ -151,14 +151,25 @@ def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:
             print(f"  {key.replace('_', ' ')}: {value}")
     bound = result.raw.get("gradient_bound") or {}
     if "derivation" in bound:  # clip "analytic": the bound the noise is calibrated to
-        ratio = bound["max_example_norm_over_bound"]
-        measured = ("" if ratio is None else
-                    f"; the largest per-example norm measured, over every epoch, is "
-                    f"{ratio:.3f} x Delta")
-        print(f"  analytic per-example gradient bound Delta = "
-              f"{bound['per_example_norm_bound']:.4g} (the noise is sigma x Delta, nothing is "
-              f"clipped{measured})")
+        print(f"  {analytic_bound_line(bound)}")
     if result.diagnostics_scope:
         print(f"  diagnostics: {result.diagnostics_scope}")
     for note in result.privacy_notes:
         print(f"  note: {note}")
+
+
+def analytic_bound_line(bound: dict) -> str:
+    """The line of a clipless run's bound: Delta, and "nothing was clipped" only where the run
+    shows it (no step's guard clipped at Delta, no measured norm above it); otherwise what
+    the guard did, since then the run has clipping bias (its eps still holds: the guard
+    clips at Delta)."""
+    ratio = bound["max_example_norm_over_bound"]
+    clipped = bound.get("max_epoch_clip_fraction", 0.0)
+    measured = ("" if ratio is None else
+                f"; the largest per-example norm measured, over every epoch, is "
+                f"{ratio:.3f} x Delta")
+    held = ("nothing was clipped" if clipped == 0 and (ratio is None or ratio <= 1) else
+            f"BOUND NOT MET: the guard clipped at Delta (up to {clipped:.3g} of an epoch's "
+            "examples), so this run has clipping bias")
+    return (f"analytic per-example gradient bound Delta = {bound['per_example_norm_bound']:.4g}"
+            f" (the noise is sigma x Delta, {held}{measured})")

@@ -4,11 +4,13 @@ with independent computations (the unclipped twin, Theorem 3.2's closed form, eq
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import replace
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from qpriv.classification import run as classifier_run
@@ -17,7 +19,7 @@ from qpriv.classification.tuning import lr_grid
 from qpriv.errors import InvalidInputError, QprivError
 from qpriv.experiments import qml
 from qpriv.experiments.executors import CellOutcome
-from qpriv.experiments.figures import qml_accuracy_vs_clip_panel
+from qpriv.experiments.figures import qml_accuracy_vs_clip, qml_accuracy_vs_clip_panel
 from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
 from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
 from qpriv.experiments.registry import EXPERIMENTS
@@ -407,7 +409,7 @@ def test_the_tiny_figure_draws_the_clipless_row_as_a_labelled_horizontal_line(re
     qml_accuracy_vs_clip_panel(ax, rows)
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {
         "mlp", "lipschitz", "quantum",
-        "lipschitz, clipless (no C): noise sigma Delta, Delta = 20.9"}
+        "lipschitz, clipless (no C): noise sigma Delta, nothing clipped, Delta = 20.9"}
     (clipless,) = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     accuracy = next(r["accuracy"] for r in rows if r["clip"] == "analytic")
     # an axhline spans the axes (x in axes coordinates 0 to 1), at no C
@@ -415,6 +417,18 @@ def test_the_tiny_figure_draws_the_clipless_row_as_a_labelled_horizontal_line(re
     assert list(clipless.get_xdata()) == [0, 1]
     drawn_c = {x for line in ax.get_lines() if line is not clipless for x in line.get_xdata()}
     assert drawn_c == {1.5}  # the tiny plan's one private C: the numbered rows only
+
+
+def test_the_figure_shares_one_legend_below_its_panels(reports):
+    """Each panel's own legend covered the lowest points; the shared one sits under the axes."""
+    rows = reports[1]["qml-figure7"].rows
+    fig = qml_accuracy_vs_clip(rows, title="t", stamp="s", out=io.BytesIO())
+    assert all(ax.get_legend() is None for ax in fig.axes)
+    (legend,) = fig.legends
+    assert {t.get_text() for t in legend.get_texts()} >= {"mlp", "lipschitz", "quantum"}
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    top = legend.get_window_extent(renderer).y1
+    assert top < min(ax.get_tightbbox(renderer).y0 for ax in fig.axes) + 1
 
 
 def test_a_clipless_row_without_a_c_takes_no_clipping_loss():

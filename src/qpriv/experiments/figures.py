@@ -29,10 +29,11 @@ def _log_y(ax: Any) -> None:
     ax.margins(y=0.1)  # no line on the frame
 
 
-def _finish(fig: Figure, *, stamp: str, out: IO[bytes]) -> Figure:
-    """Stamp the budget in the lower right corner, lay out, write PNG to ``out``."""
+def _finish(fig: Figure, *, stamp: str, out: IO[bytes], bottom: float = 0.03) -> Figure:
+    """Stamp the budget in the lower right corner, lay out (the axes above ``bottom``, a
+    fraction of the height), write PNG to ``out``."""
     fig.text(0.995, 0.005, stamp, ha="right", va="bottom", fontsize=7, color="0.35")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     fig.savefig(out, format="png")
     return fig
 
@@ -195,22 +196,29 @@ def qml_accuracy_vs_clip(rows: Sequence[dict], *, title: str, stamp: str,
     """Figures 2 and 7 of the private-training paper: test accuracy (mean +- std over seeds)
     against C (log axis), one panel per eps (Figure 7) or per batch size (Figure 2), one line
     per model; a row without a number C (the clipless Lipschitz MLP) is a dashed horizontal
-    line with its +- std band, labelled "clipless (no C)" (:func:`qml_accuracy_vs_clip_panel`)."""
+    line with its +- std band, labelled "clipless (no C)" (:func:`qml_accuracy_vs_clip_panel`).
+    The panels share one legend, below them, so that it covers no line."""
     by = "eps" if any(r.get("eps") is not None for r in rows) else "batch"
     panels = sorted(dict.fromkeys(r[by] for r in rows))
-    fig = Figure(figsize=(max(4.2 * len(panels), 6.4), 4.0), dpi=120)
+    fig = Figure(figsize=(max(4.2 * len(panels), 6.4), 4.6), dpi=120)
     axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)
+    entries: dict[str, Any] = {}
     for ax, panel in zip(axes[0], panels, strict=True):
-        qml_accuracy_vs_clip_panel(ax, [r for r in rows if r[by] == panel])
+        qml_accuracy_vs_clip_panel(ax, [r for r in rows if r[by] == panel], legend=False)
         ax.set_title(f"{'eps' if by == 'eps' else '|B|'} = {panel:g}", fontsize=9)
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
     axes[0][0].set_ylabel("test accuracy")
     fig.suptitle(fill(title, 75), fontsize=9)
-    return _finish(fig, stamp=stamp, out=out)
+    fig.legend(list(entries.values()), list(entries), loc="lower center", ncol=len(entries),
+               fontsize=8, frameon=False, bbox_to_anchor=(0.5, 0.035))
+    return _finish(fig, stamp=stamp, out=out, bottom=0.12)
 
 
-def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict]) -> None:
+def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict], *, legend: bool = True) -> None:
     """One panel of :func:`qml_accuracy_vs_clip`: a line per model over the rows at a number
-    C; each row whose ``clip`` is a mode (``"analytic"``) a horizontal line, never at a C."""
+    C; each row whose ``clip`` is a mode (``"analytic"``) a horizontal line, never at a C;
+    with its own legend unless ``legend`` is False (the figure's is shared)."""
     at_c = [r for r in rows if _has_number_c(r) and r.get("accuracy") is not None]
     models = list(dict.fromkeys(r["model"] for r in at_c))
     for i, model in enumerate(models):
@@ -222,7 +230,11 @@ def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict]) -> None:
     for i, row in enumerate(modes, len(models)):
         acc, std = row["accuracy"], row.get("accuracy_std") or 0.0
         bound = row.get("sensitivity")
-        scale = "noise sigma Delta" if row.get("eps") is not None else "nothing clipped"
+        # "nothing clipped" only where the rows measured it (p_clip at the last epoch)
+        clipped = row.get("clip_probability")
+        clipping = ("nothing clipped" if clipped == 0 else "p_clip not measured"
+                    if clipped is None else f"p_clip {clipped:.2g}: the bound failed")
+        scale = ("noise sigma Delta, " if row.get("eps") is not None else "") + clipping
         label = f"{row['model']}, clipless (no C)" + (
             "" if bound is None else f": {scale}, Delta = {bound:.3g}")
         ax.axhline(acc, color=f"C{i}", ls="--", lw=1.5, label=label)
@@ -230,7 +242,8 @@ def qml_accuracy_vs_clip_panel(ax: Any, rows: Sequence[dict]) -> None:
             ax.axhspan(acc - std, acc + std, color=f"C{i}", alpha=0.15, lw=0)
     ax.set_xscale("log")
     ax.set_xlabel("clipping threshold C")
-    ax.legend(fontsize=7)
+    if legend:
+        ax.legend(fontsize=7)
 
 
 def _has_number_c(row: dict) -> bool:

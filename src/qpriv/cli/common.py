@@ -65,7 +65,9 @@ def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
     parser.add_argument("--data-dir", type=existing_path,
                         help="file or directory holding the datasets")
     parser.add_argument("--threads", type=positive_int, default=1,
-                        help="torch threads per cell (1 is the fastest on a shared 2-core CPU)")
+                        help="torch threads per forecasting cell (1 is the fastest on a "
+                             "shared 2-core CPU); a classifier run always takes one, so that a "
+                             "stored run's numbers do not depend on the machine")
     parser.add_argument("--executor", choices=EXECUTORS, default=EXECUTORS[0],
                         help="local: the cells one after the other here; ray: one Ray task per "
                              "unfinished cell, or classifier run (pip install 'qpriv[ray]')")

@@ -59,6 +59,10 @@ def test_the_readme_names_every_folder():
                          ids=lambda p: p.name)
 def test_the_classifier_figures_are_the_full_budget(folder):
     rows = pd.read_csv(folder / "results.csv")
-    assert rows["epoch"].max() == 100
     assert (rows["seeds"] == 10).all()
-    assert (rows.groupby("variant")["epoch"].nunique() == 100).all()
+    if "epoch" in rows:  # a row per epoch (Figures 3-6, 8, 10)
+        assert rows["epoch"].max() == 100
+        assert (rows.groupby("variant")["epoch"].nunique() == 100).all()
+    else:  # a row per configuration, after its last epoch (Figures 2 and 7; a diverged
+        # run stops early, so only the longest need have run the protocol's 100 epochs)
+        assert rows["epochs"].max() == 100

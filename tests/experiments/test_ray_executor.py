@@ -24,6 +24,7 @@ import torch
 ray = pytest.importorskip(
     "ray", reason="Ray is not installed: pip install 'qpriv[ray]' (make test installs it)")
 
+from qpriv.experiments import ray_executor  # noqa: E402
 from qpriv.experiments.executors import (  # noqa: E402 (after the skip)
     DONE,
     FAILED,
@@ -180,3 +181,30 @@ def test_a_task_on_another_node_sends_the_cell_back_and_the_driver_writes_it(tmp
     assert again.run_dir == here and again.finished
     assert again.work(progress=False) == answer["value"]
 
+
+
+def test_a_task_asks_for_the_cores_its_cell_keeps_busy_at_most_the_widest_nodes(tmp_path,
+                                                                               local_ray,
+                                                                               monkeypatch):
+    """An LDPT cell on one thread keeps two cores busy (the thread that draws its features
+    ahead) and asks for two CPUs; one on two threads would ask for three, more than the local
+    Ray's node has, and is placed there with two instead of waiting for ever."""
+    asked: list[int] = []
+    real = ray_executor.run_cell_task
+
+    class Recorder:
+        def options(self, **options):
+            asked.append(options["num_cpus"])
+            # fail here rather than wait for ever for a node that has more CPUs
+            assert options["num_cpus"] <= 2, f"asked for {asked[-1]} CPUs on a 2-CPU Ray"
+            return real.options(**options)
+
+    monkeypatch.setattr(ray_executor, "run_cell_task", Recorder())
+    jobs = [reproduce_job(Cell("ldpt", eps=0.5, seed=seed), metrics=("mse",), budget=TINY,
+                          out_dir=tmp_path, data_dir=None, threads=threads)
+            for seed, threads in ((2024, 1), (2025, 2))]
+    assert [job.cores for job in jobs] == [2, 3]
+    outcomes = make_executor("ray").run(jobs, fingerprint=Fingerprint.here(["ETTh1"]),
+                                        progress=False)
+    assert [outcome.state for outcome in outcomes] == [DONE, DONE]
+    assert asked == [2, 2]

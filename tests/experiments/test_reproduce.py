@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,6 +17,9 @@ from qpriv.experiments import runner
 from qpriv.experiments.grid import TINY, Cell
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.experiments.runner import run_experiment
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
+from qpriv.forecasting.model import LDPTForecaster
 from qpriv.runs.files import MTIME_LAG, Written, written_since
 
 needs_ett = pytest.mark.skipif(
@@ -333,3 +337,26 @@ def test_what_was_written_counts_only_files_changed_since(tmp_path):
     assert written_since(tmp_path / "sub", since=started) == Written(files=1, size=1_200_000)
     os.utime(stamped, (started - 2 * MTIME_LAG, started - 2 * MTIME_LAG))
     assert str(written_since(tmp_path / "sub", since=started)) == "nothing"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in METHODS.items() if m.family == BACKBONE))
+def test_a_cells_cores_count_the_thread_that_draws_ahead_exactly_where_its_model_has_one(name):
+    """The cores a grid asks Ray for follow the model the cell trains: one more than its
+    torch threads where the built model draws its quantum features or noise ahead
+    (LDPTForecaster.draws_ahead, computed from the modules it holds), none more elsewhere."""
+    cell = Cell(method=name, eps=0.5 if METHODS[name].needs_eps else None)
+    setup = setup_method(name, base=ModelConfig(seq_len=TINY.seq_len, horizon=cell.horizon,
+                                                n_channels=7),
+                         eps=cell.eps, overrides=dict(TINY.model))
+    ahead = LDPTForecaster(setup.config).draws_ahead
+    for threads in (1, 3):
+        job = runner.reproduce_job(cell, metrics=("mse",), budget=TINY, out_dir=Path("o"),
+                                   data_dir=None, threads=threads)
+        assert job.cores == threads + int(ahead)
+
+
+def test_ldpt_keeps_two_cores_busy_on_one_thread_and_the_closed_form_one():
+    assert runner.cell_cores(Cell(method="ldpt", eps=0.1), budget=TINY, threads=1) == 2
+    assert runner.cell_cores(Cell(method="classical"), budget=TINY, threads=1) == 1
+    assert runner.cell_cores(Cell(method="dpsgd", eps=1.0), budget=TINY, threads=2) == 2
+    assert runner.cell_cores(Cell(method="dp-linear", eps=1.0), budget=TINY, threads=1) == 1

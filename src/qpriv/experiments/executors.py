@@ -64,8 +64,9 @@ class CellJob:
     ``work`` computes the cell (or, for a finished one, reads it) and returns what the grid
     needs of it (e.g. a table's metrics); it is called as ``work(progress=...)`` and must be a
     module-level function of the package or a :func:`functools.partial` of one, with
-    picklable arguments, so that a Ray task can import it on another machine. ``threads``:
-    the CPU cores it uses. ``finished``: the cell was finished before the grid started.
+    picklable arguments, so that a Ray task can import it on another machine. ``cores``:
+    the CPU cores it keeps busy (a Ray task asks for that many CPUs). ``finished``: the cell
+    was finished before the grid started.
     ``cell_files``: the files of ``run_dir`` that make up the cell, the last one written last
     (a task run on another node than the driver's sends them back and the driver writes them
     as it arrives); None: every file of ``run_dir``, ``result.json`` last (a forecasting
@@ -75,7 +76,7 @@ class CellJob:
     key: str
     run_dir: Path
     work: Callable[..., Any]
-    threads: int = 1
+    cores: int = 1
     finished: bool = False
     cell_files: tuple[str, ...] | None = None
 

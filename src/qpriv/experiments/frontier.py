@@ -58,7 +58,7 @@ from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
 from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
-from qpriv.experiments.runner import cell_dir, resolve_budget, run_cell
+from qpriv.experiments.runner import cell_cores, cell_dir, resolve_budget, run_cell
 from qpriv.forecasting.methods import (
     LINEAR,
     METHODS,
@@ -278,7 +278,8 @@ def frontier_job(cell: Cell, *, series: Series, budget: Budget, out_dir: Path,
     out_dir = Path(out_dir).absolute()
     data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
-    return CellJob(key=cell.key, run_dir=run_dir, threads=threads,
+    return CellJob(key=cell.key, run_dir=run_dir,
+                   cores=cell_cores(cell, budget=budget, threads=threads),
                    finished=(run_dir / RESULT_FILE).is_file(),
                    work=functools.partial(frontier_run, cell, family=series.family,
                                           unit=series.unit, budget=budget, out_dir=out_dir,

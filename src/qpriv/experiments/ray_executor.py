@@ -2,11 +2,12 @@
 
 Loaded by :func:`qpriv.experiments.executors.make_executor` only when asked for (it imports
 Ray, the optional extra ``qpriv[ray]``). Each unfinished cell is a task that asks for as many
-CPUs as the cell uses threads; finished cells are read on the driver and never sent. The
-driver gathers the tasks with ``ray.wait`` into one bar (done, failed, running, ETA); a cell
-that fails is reported with its error and the others go on. A task whose worker dies (killed,
-out of memory, its node lost) is run again, up to :data:`RETRIES` times, and resumes from the
-cell's last checkpoint where it can see it.
+CPUs as the cell keeps cores busy (:attr:`~qpriv.experiments.executors.CellJob.cores`);
+finished cells are read on the driver and never sent. The driver gathers the tasks with
+``ray.wait`` into one bar (done, failed, running, ETA); a cell that fails is reported with its
+error and the others go on. A task whose worker dies (killed, out of memory, its node lost) is
+run again, up to :data:`RETRIES` times, and resumes from the cell's last checkpoint where it can
+see it.
 
 Where the cells' files live: a task writes its cell into the cell's directory (the driver's
 absolute ``--out`` path) on the node that runs it. On a file system that every node shares
@@ -161,16 +162,19 @@ class RayExecutor:
                 outcomes[i] = run_here(job, progress=False, announce=announce)
         driver_node = ray.get_runtime_context().get_node_id()
         pending: dict[ray.ObjectRef, int] = {}
+        widest = widest_node_cpus()
         for i, job in enumerate(jobs):
             if job.finished:
                 continue
-            task = run_cell_task.options(num_cpus=job.threads, name=f"qpriv {job.key}")
+            # a cell wider than every node would wait for ever: it shares the widest node's
+            task = run_cell_task.options(num_cpus=min(job.cores, widest),
+                                         name=f"qpriv {job.key}")
             pending[task.remote(job.work, fingerprint=fingerprint,
                                 run_dir=str(job.run_dir), driver_node=driver_node,
                                 cell_files=job.cell_files)] = i
         # the tasks in flight run as far as the cluster's CPUs go, the rest wait for them
-        threads = max((jobs[i].threads for i in pending.values()), default=1)
-        capacity = max(1, math.floor(ray.cluster_resources().get("CPU", 1.0) / threads))
+        cores = max((min(jobs[i].cores, widest) for i in pending.values()), default=1)
+        capacity = max(1, math.floor(ray.cluster_resources().get("CPU", 1.0) / cores))
         kept = sum(1 for o in outcomes if o is not None and o.state == KEPT)
         with work_bar(total=len(jobs), desc="cells", unit="cell", enabled=progress,
                       initial=len(jobs) - len(pending)) as bar:
@@ -219,6 +223,13 @@ class RayExecutor:
             except (OSError, ValueError) as error:
                 return CellOutcome(job.key, FAILED, error=f"{type(error).__name__}: {error}")
         return CellOutcome(job.key, DONE, value=answer["value"], resumed=answer["resumed"])
+
+
+def widest_node_cpus() -> int:
+    """The CPUs of the cluster's widest live node (at least 1): the most a task can ask for and
+    still be placed."""
+    return max([1, *(math.floor(node["Resources"].get("CPU", 0)) for node in ray.nodes()
+                     if node.get("Alive"))])
 
 
 def check_reachable(address: str) -> None:

@@ -29,7 +29,8 @@ from qpriv.experiments.figures import FIGURES
 from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
-from qpriv.forecasting.methods import METHODS
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind
@@ -175,10 +176,25 @@ def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
     finished = (run_dir / RESULT_FILE).is_file() and all(
         (run_dir / name).is_file() for name in files_of_cell(run_dir, metrics=metrics))
-    return CellJob(key=cell.key, run_dir=run_dir, threads=threads, finished=finished,
+    return CellJob(key=cell.key, run_dir=run_dir, finished=finished,
+                   cores=cell_cores(cell, budget=budget, threads=threads),
                    work=functools.partial(reproduce_cell, cell, metrics=tuple(metrics),
                                           budget=budget, out_dir=out_dir, data_dir=data_dir,
                                           threads=threads))
+
+
+def cell_cores(cell: Cell, *, budget: Budget, threads: int) -> int:
+    """The CPU cores the cell keeps busy: its ``threads`` torch threads, and one more where its
+    model draws each batch's quantum features or noise ahead in a second thread
+    (:mod:`qpriv.training.ahead`; an LDPT cell on one thread kept about 1.7 cores busy).
+    A Ray task asks for that many CPUs, so that a node is not given more work than it has
+    cores for."""
+    if METHODS[cell.method].family != BACKBONE:  # fitted in closed form: no pass noise
+        return threads
+    base = ModelConfig(seq_len=budget.seq_len, horizon=cell.horizon, n_channels=1)
+    setup = setup_method(cell.method, base=base, eps=cell.eps,
+                         overrides=dict(budget.model) | dict(cell.overrides))
+    return threads + int(setup.config.draws_ahead)
 
 
 def reproduce_cell(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir: Path,

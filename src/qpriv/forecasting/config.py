@@ -215,6 +215,14 @@ class ModelConfig:
         shots = self.use_quantum and self.n_shots is not None
         return shots or self.injects or self.input_noise > 0.0
 
+    @property
+    def draws_ahead(self) -> bool:
+        """Whether a pass has randomness or quantum features worth computing ahead of it, in
+        the second thread of :mod:`qpriv.training.ahead` (so a run of this model on the CPU
+        keeps one core more busy than its torch threads): the quantum path, exact or
+        shot-sampled, or any noise of :attr:`noisy_inference`."""
+        return self.use_quantum or self.noisy_inference
+
     def as_dict(self) -> dict:
         """A JSON-ready dict of every field."""
         return asdict(self)

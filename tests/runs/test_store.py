@@ -21,6 +21,8 @@ def test_out_dir_rules(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(InvalidInputError, match="exists and is not a directory"):
         check_out_dir(tmp_path / "file", resume=False, marks=MARKS, command="train")
+    with pytest.raises(InvalidInputError, match=r"^out_dir .*run lies inside .*file, which "):
+        check_out_dir(tmp_path / "file" / "run", resume=False, marks=MARKS, command="train")
     (tmp_path / CHECKPOINT_FILE).write_text("")
     with pytest.raises(InvalidInputError, match=r"an unfinished run; .*qpriv train: --resume"):
         check_out_dir(tmp_path, resume=False, marks=MARKS, command="train")

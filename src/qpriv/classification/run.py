@@ -312,9 +312,9 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path |
     :func:`qpriv.runs.directory.check_out_dir`, a run marked by its result or checkpoints.
 
     Raises:
-        InvalidInputError: it is a file; it already holds a run and ``resume`` is False;
-            ``resume`` without an ``out_dir``, or with one that holds a run but no
-            ``config.json`` (its settings cannot be checked).
+        InvalidInputError: it is a file or lies inside one; it already holds a run and
+            ``resume`` is False; ``resume`` without an ``out_dir``, or with one that holds a
+            run but no ``config.json`` (its settings cannot be checked).
     """
     return check_run_dir(out_dir, resume=resume, marks=(RESULT_FILE, CHECKPOINT_FILE,
                                                         REFERENCE_FILE),

@@ -56,18 +56,16 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
         command: the ``qpriv`` command of this kind of run, named in the messages.
 
     Raises:
-        InvalidInputError: ``out_dir`` is a file; it holds a run and ``resume`` is False;
-            ``resume`` without an ``out_dir``, or with one that holds a run but no
-            :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
+        InvalidInputError: ``out_dir`` is a file or lies inside one; it holds a run and
+            ``resume`` is False; ``resume`` without an ``out_dir``, or with one that holds a
+            run but no :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
     """
     if out_dir is None:
         if resume:
             raise InvalidInputError("resume needs the out_dir of the run to continue "
                                     f"(qpriv {command}: --out)")
         return None
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InvalidInputError(f"out_dir {out} exists and is not a directory")
+    out = check_folder(out_dir, flag="out_dir")
     held = [name for name in marks if (out / name).exists()]
     if held and not resume:
         what = "a finished run" if RESULT_FILE in held else "an unfinished run"

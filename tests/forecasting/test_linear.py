@@ -16,6 +16,7 @@ from qpriv.forecasting.linear import (
     fit_ridge,
     linear_maps,
     public_forecaster,
+    record_maps,
     sufficient_statistics,
 )
 from qpriv.forecasting.windows import load_forecasting_data
@@ -51,8 +52,7 @@ def synthetic(tmp_path):
 
 def record_ratios(values: np.ndarray, t: int, new: float) -> tuple[float, float]:
     m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
-    window_map = np.hstack([m, np.zeros((m.shape[0], H))])
-    target_map = v.T @ np.hstack([-public, np.eye(H)])
+    window_map, target_map = record_maps(m, public, v)
     d_a, d_b = record_sensitivities(window_map, target_map, bound=R)
     other = values.copy()
     other[t, 0] = new
@@ -173,8 +173,7 @@ def test_bad_arguments_name_the_fix(synthetic):
 
 def projected_ratios(values: np.ndarray, t: int, new: float, c: float) -> tuple[float, float]:
     m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
-    window_map = np.hstack([m, np.zeros((m.shape[0], H))])
-    target_map = v.T @ np.hstack([-public, np.eye(H)])
+    window_map, target_map = record_maps(m, public, v)
     d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=R,
                                               feature_clip=c, target_clip=c)
     other = values.copy()
@@ -196,3 +195,81 @@ def test_projected_record_sensitivity_bounds_the_forecasters_statistics():
     assert worst <= 1.0 + 1e-9
     assert worst >= 0.1
     print("projected record: worst ratio found", worst)
+
+
+def probed_column_norms(m: np.ndarray, public: np.ndarray,
+                        v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """||m_p|| and ||q_p|| for every position p of a window (look-back, then horizon), read
+    off what :func:`sufficient_statistics` itself computes for one window of one channel
+    holding a unit value at p: A = m_p m_p^T and B = m_p q_p^T. A horizon position moves no
+    feature (m_p = 0), so its q_p is read beside a carrier position b of the look-back:
+    B(e_b + e_p) - B(e_b) = m_b q_p^T. Independent of how fit_dp_linear assembles the maps it
+    hands to the sensitivity."""
+    n = L + H
+
+    def stats(*positions: int) -> tuple[np.ndarray, np.ndarray]:
+        one = np.zeros((n, 1))
+        one[list(positions), 0] = 1.0
+        return sufficient_statistics(one, features=m, public=public, outputs=v)
+
+    m_norm, q_norm = np.zeros(n), np.zeros(n)
+    carrier = L - 1
+    a_b, b_b = stats(carrier)
+    carrier_norm = np.sqrt(np.trace(a_b))
+    assert carrier_norm > 0.1
+    for p in range(n):
+        a, b = stats(p)
+        m_norm[p] = np.sqrt(max(np.trace(a), 0.0))
+        if m_norm[p] > 1e-9:
+            q_norm[p] = np.linalg.norm(b) / m_norm[p]
+        else:
+            _, both = stats(carrier, p)
+            q_norm[p] = np.linalg.norm(both - b_b) / carrier_norm
+    return m_norm, q_norm
+
+
+def test_the_fits_record_sensitivities_follow_the_maps_its_statistics_apply(synthetic):
+    """The record sensitivities the fit calibrates to are those of the maps its statistics
+    really apply: a map assembled differently (the public forecast or the centring left out)
+    changes T(M) or T(Q) by a factor of 1.2-2 and fails here, where the loose worst-case
+    search above (ratios 0.2-0.4 of the bound) would not."""
+    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m_norm, q_norm = probed_column_norms(m, public, v)
+    window_map, target_map = record_maps(m, public, v)
+    np.testing.assert_allclose(np.linalg.norm(window_map, axis=0), m_norm, atol=1e-9)
+    np.testing.assert_allclose(np.linalg.norm(target_map, axis=0), q_norm, atol=1e-9)
+    assert np.all(m_norm[L:] == 0) and np.all(q_norm[L:] > 0)
+    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    details = claim.details
+    r, c_x, c_y = details["clip"], details["feature_clip"], details["target_clip"]
+    t_m, t_q = m_norm.sum(), q_norm.sum()
+    assert details["sensitivity_a"] == pytest.approx(4 * r * c_x * t_m, rel=1e-9)
+    assert details["sensitivity_b"] == pytest.approx(2 * r * (c_y * t_m + c_x * t_q), rel=1e-9)
+
+
+def test_the_fits_window_sensitivity_counts_every_channel_of_the_window(tmp_path):
+    """At the window unit one window is C rows, one per channel: a one-window series whose
+    C channels all reach their balls moves A and B by the fit's own stated sensitivities
+    (a fit that counted one row per window would state a bound C times too small)."""
+    write_csv(tmp_path / "five.csv", series(2, channels=5))
+    data = load_forecasting_data(csv=tmp_path / "five.csv", seq_len=L, horizon=H)
+    _, (claim,) = fit_dp_linear(data, eps=1.0, unit="window", seed=0, spec=SPEC)
+    details = claim.details
+    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    one = np.zeros((L + H, 5))  # one window, all channels alike: a jump at the end
+    one[L - 8:L] = 1.0
+    one[L:] = 50.0
+    a, b = sufficient_statistics(one, features=m, public=public, outputs=v, rescale=True,
+                                 feature_clip=details["feature_clip"],
+                                 target_clip=details["target_clip"])
+    assert 0.5 <= np.linalg.norm(a) / details["sensitivity_a"] <= 1.0 + 1e-9
+    assert 0.5 <= np.linalg.norm(b) / details["sensitivity_b"] <= 1.0 + 1e-9
+
+
+def test_the_record_claim_says_any_replacement_and_names_the_constant_channel_refusal(
+        synthetic):
+    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    [record] = [note for note in claim.notes if note.startswith("record:")]
+    assert "replaced by any other value" in record and "[-2, 2]" in record
+    assert "at most 4" in record
+    assert any("constant on the training split is refused" in note for note in claim.notes)

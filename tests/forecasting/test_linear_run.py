@@ -42,6 +42,9 @@ def test_dp_linear_json_states_each_claim_with_its_unit(capsys):
     assert "weights" in claim.covers
     assert any("scaler" in note and "private" in note for note in claim.notes)
     assert result["eps"] == entry
+    # the closed form reads every training window, whatever --max-train-windows keeps for the
+    # trainers: ETTh1's 8640 training rows hold 8640 - 336 - 24 + 1 of them
+    assert result["windows"]["train_read"] == 8281 and result["windows"]["train"] == 512
 
 
 @needs_ett
@@ -53,6 +56,7 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     assert few["claims"] == [] and few["privacy"].startswith("none needed")
     assert few["privacy_notes"] == [PUBLIC_NOTE]  # how its one design was chosen
     assert few["mse"] == every["mse"]  # it read none of the training windows it was given
+    assert few["windows"]["train_read"] == every["windows"]["train_read"] == 0
 
 
 @needs_ett

@@ -58,8 +58,8 @@ def test_record_sensitivity_is_reached_by_the_worst_case():
     series = np.full(60, R)
     series[30] = -R  # in all 15 windows; moved to +R
     ratio_a, ratio_b = record_ratios(series, 30, R, m, q)
-    assert 0.5 <= ratio_a <= 1.0 + 1e-9
-    assert 0.5 <= ratio_b <= 1.0 + 1e-9  # B's bound is met exactly here
+    assert 0.8 <= ratio_a <= 1.0 + 1e-9  # 0.809: A's bound is within 1.24x of the worst case
+    assert 1.0 - 1e-9 <= ratio_b <= 1.0 + 1e-9  # B's bound is met exactly here
 
 
 def test_record_sensitivity_holds_for_random_neighbours():
@@ -92,8 +92,8 @@ def test_projected_record_sensitivity_is_reached_and_never_exceeded():
     series[30] = -R  # in all 15 windows; moved to +R: every row ends on its sphere
     other = np.full(60, R)
     (a0, b0), (a1, b1) = (projected_stats(x, m, q, c_x, c_y) for x in (series, other))
-    assert 0.9 <= np.linalg.norm(a1 - a0) / d_a <= 1.0 + 1e-9
-    assert 0.9 <= np.linalg.norm(b1 - b0) / d_b <= 1.0 + 1e-9
+    assert 0.91 <= np.linalg.norm(a1 - a0) / d_a <= 1.0 + 1e-9  # 0.917
+    assert 1.0 - 1e-9 <= np.linalg.norm(b1 - b0) / d_b <= 1.0 + 1e-9
     rng = np.random.default_rng(6)
     m2, q2 = pooling_maps()
     for _ in range(200):
@@ -131,9 +131,11 @@ def test_calibration_agrees_with_dp_accounting_pld(eps, share_a):
     z = noise.noise_multiplier
     assert noise.effective_noise_multiplier() == pytest.approx(z)
     assert gaussian_epsilon_pld(noise_multiplier=z, delta=1e-6) == pytest.approx(eps, rel=2e-2)
-    # Balle & Wang (2018), Theorem 8: the exact delta at eps is the target.
+    # Balle & Wang (2018), Theorem 8: the exact delta at eps is the target, never above it
+    # (dp-accounting's root search alone lands 1e-13 above at eps 0.1 and 1)
     exact = norm.cdf(1 / (2 * z) - eps * z) - math.exp(eps) * norm.cdf(-1 / (2 * z) - eps * z)
     assert exact == pytest.approx(1e-6, rel=1e-3)
+    assert exact <= 1e-6
 
 
 def test_calibration_names_bad_inputs():

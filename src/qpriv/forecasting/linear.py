@@ -50,7 +50,6 @@ from qpriv.privacy.ssp import (
     noise_scaled_ridge,
     perturb,
     psd_floor,
-    record_sensitivities,
     record_sensitivities_projected,
     ridge_solve,
     window_sensitivities,
@@ -67,10 +66,15 @@ __all__ = [
     "linear_maps",
     "private_scaler",
     "public_forecaster",
+    "record_maps",
     "sufficient_statistics",
 ]
 
 COVERS_LINEAR = "the linear forecaster's weights and every forecast computed from them"
+CONSTANT_CHANNEL_NOTE = (
+    "a channel that is constant on the training split is refused before any fit (the loader "
+    "cannot z-score it): that refusal reads the training data and is not covered")
+"""What escapes a dp-linear claim besides the named hyper-parameters: whether it runs at all."""
 PUBLIC_KINDS = ("naive", "profile", "profile-level")
 Scaler = Literal["private", "data"] | ZScoreScaler
 
@@ -424,13 +428,13 @@ def fit_dp_linear(
     units (record unit only: the window unit divides each row by its own look-back's std and
     needs no scaler). (2) Record unit: the series in that scaler's units, values clipped to
     [-R, R] (``clip``). Both units: each row's features and residual targets projected onto
-    balls of radius ``feature_clip`` and ``target_clip`` (record unit: None for both uses the
-    box bound on unprojected rows instead). (3) A and B over all training windows and channels,
-    Gaussian noise calibrated by the analytic Gaussian mechanism to the rest of the budget with
-    the sensitivities of :func:`qpriv.privacy.ssp.window_sensitivities` (C rows per window) or
-    :func:`qpriv.privacy.ssp.record_sensitivities_projected` (from the column norms of the
-    window's linear maps), ``share_a`` of it on A. (4) PSD repair, and the ridge
-    ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
+    balls of radius ``feature_clip`` and ``target_clip``. (3) A and B over all training windows
+    and channels, Gaussian noise calibrated by the analytic Gaussian mechanism to the rest of
+    the budget with the sensitivities of :func:`qpriv.privacy.ssp.window_sensitivities` (C rows
+    per window) or :func:`qpriv.privacy.ssp.record_sensitivities_projected` (from the column
+    norms of the window's linear maps, :func:`record_maps`), ``share_a`` of it on A. (4) PSD
+    repair, and the ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward
+    the public forecast).
     The scaler and the Gaussian release compose by basic composition to (eps, delta).
 
     The model is equivariant to per-channel affine maps, so the scaler is used only for the
@@ -481,20 +485,15 @@ def fit_dp_linear(
         used, eps_scaler, scaler_note = _record_scaler(
             scaler, data=data, raw=raw, eps=eps, rng=rng,
             share=defaults["scaler_share"] if scaler_share is None else scaler_share)
-        window_map = np.hstack([features, np.zeros((features.shape[0], data.horizon))])
-        target_map = outputs.T @ np.hstack([-public, np.eye(data.horizon)])
-        c_x = defaults["feature_clip"] if feature_clip is None else feature_clip
-        c_y = defaults["target_clip"] if target_clip is None else target_clip
-        if c_x is None or c_y is None:  # box bound on the unprojected rows
-            d_a, d_b = record_sensitivities(window_map, target_map, bound=r)
-            clipping = {"clip": r, "bound": "box (Gram spread)"}
-        else:
-            c_x = require_in_range("feature_clip", c_x, low=0.0)
-            c_y = require_in_range("target_clip", c_y, low=0.0)
-            d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=r,
-                                                      feature_clip=c_x, target_clip=c_y)
-            clipping = {"clip": r, "feature_clip": c_x, "target_clip": c_y,
-                        "bound": "projected rows (column norms)"}
+        window_map, target_map = record_maps(features, public, outputs)
+        c_x = require_in_range("feature_clip", defaults["feature_clip"]
+                               if feature_clip is None else feature_clip, low=0.0)
+        c_y = require_in_range("target_clip", defaults["target_clip"]
+                               if target_clip is None else target_clip, low=0.0)
+        d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=r,
+                                                  feature_clip=c_x, target_clip=c_y)
+        clipping = {"clip": r, "feature_clip": c_x, "target_clip": c_y,
+                    "bound": "projected rows (column norms)"}
         a, b = sufficient_statistics(used.transform(raw), features=features, public=public,
                                      outputs=outputs, clip=r, feature_clip=c_x,
                                      target_clip=c_y)
@@ -519,17 +518,32 @@ def fit_dp_linear(
         scaler_note,
         "hyper-parameters (feature basis, public forecast, clip ranges, ridge scale, budget "
         "split) were chosen on the validation split and are not themselves private",
+        CONSTANT_CHANNEL_NOTE,
     )
     if the_unit == Unit.RECORD:
         notes += (f"record: one value of one channel at one time step of the training series, "
-                  f"replaced within [-{clipping['clip']:g}, {clipping['clip']:g}] in the "
-                  "scaler's units (event-level DP)",)
+                  f"replaced by any other value (event-level DP): the mechanism itself clips "
+                  f"every value to [-{clipping['clip']:g}, {clipping['clip']:g}] in the "
+                  "scaler's units, so the change it sees is at most "
+                  f"{2 * clipping['clip']:g}",)
     claim = PrivacyClaim(value=eps, delta=delta, kind=Kind.GLOBAL_DP,
                          accounting=Accounting.RIGOROUS, unit=the_unit, covers=COVERS_LINEAR,
                          notes=notes, details=details)
     model = LinearForecaster(kernel=public + outputs @ weights.T @ features, spec=spec,
                              name=f"dp-linear ({unit}, eps={eps:g})", details=details)
     return DPLinearFit(model=model, claims=(claim,))
+
+
+def record_maps(features: np.ndarray, public: np.ndarray,
+                outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The linear maps from one window's L + H values (look-back, then horizon) to its row's
+    features and residual targets as :func:`sufficient_statistics` computes them (before the
+    rows are projected): ``[M, 0]`` and ``V^T [-P_pub, I]``. Their column norms bound what one
+    record does to the statistics (:func:`qpriv.privacy.ssp.record_sensitivities_projected`)."""
+    horizon = public.shape[0]
+    window_map = np.hstack([features, np.zeros((features.shape[0], horizon))])
+    target_map = outputs.T @ np.hstack([-public, np.eye(horizon)])
+    return window_map, target_map
 
 
 def _record_scaler(scaler: Scaler, *, data: ForecastData, raw: np.ndarray, eps: float,

@@ -35,7 +35,7 @@ from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_line
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import original_units
-from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
@@ -142,8 +142,10 @@ def run_linear(
         "seed": seed, **test, "original_units": by_channel, "val_loss": val["mse"],
         "best_epoch": None, "epochs": None,
         "diverged_epoch": None, "seconds": seconds,
-        "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
-                    "channels": data.n_channels},
+        # "train" is the loader's count (a run read back checks its data by it); "train_read"
+        # the windows the method actually read
+        "windows": {"train": len(data.train), "train_read": _windows_read(method, data),
+                    "val": len(data.val), "test": len(data.test), "channels": data.n_channels},
         "params": {"total": int(model.kernel.size)},
         "inference": InferenceRecord.from_data(data, keep_scaler=False).to_json(),
         "privacy": entry.privacy, "eps_per_pass": None,
@@ -163,3 +165,14 @@ def run_linear(
         atomic_write_bytes(out / LINEAR_MODEL_FILE, buffer.getvalue())
         atomic_write_json(out / RESULT_FILE, result)
     return result
+
+
+def _windows_read(method: str, data: ForecastData) -> int:
+    """The training windows ``method`` read: none for the public floor; for the closed-form
+    fits (ridge, dp-linear) every sliding window of the training rows, whatever
+    ``max_train_windows`` kept for the trainers; DP-SGD's the kept ones."""
+    if method == "public":
+        return 0
+    if method == "dpsgd-linear":
+        return len(data.train)
+    return int(data.train.n_available)

@@ -56,6 +56,7 @@ from qpriv.errors import (
 )
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
+from qpriv.privacy.randomness import randomness_note, secret_seed
 from qpriv.quantum.states import amplitude_encode
 from qpriv.runs.directory import check_out_dir as check_run_dir
 from qpriv.runs.directory import open_run
@@ -106,7 +107,7 @@ def train_classifier(
     clip: float | str | None,
     batch: int,
     epochs: int,
-    seed: int,
+    seed: int | None,
     lr: float = DEFAULT_LR,
     eps: float | None = None,
     delta: float = 1e-5,
@@ -153,6 +154,9 @@ def train_classifier(
         batch: batch size |B| (the expected size under Poisson sampling).
         epochs, seed, lr: the protocol (``lr`` default :data:`DEFAULT_LR`); ``optimizer``
             ``adam`` or ``sgd`` (post-processing of the privatised gradient either way).
+            ``seed`` None draws a secret seed from the operating system and records none
+            (:mod:`qpriv.privacy.randomness`): a recorded seed lets whoever reads it replay
+            the noise and the batches, and the claim then says so.
         eps, delta: the target of a private run, (eps, delta)-DP by Opacus's RDP accountant;
             ``eps=None`` adds no noise and claims no privacy.
         preclip_noise: standard deviation of Gaussian noise added to every per-example
@@ -227,6 +231,8 @@ def train_classifier(
         inputs, extra = _model_inputs(model, data, request)
         if model == "lipschitz" and clip != "analytic":
             request = {**request, "lipschitz": float(clip)}
+        secret = seed is None
+        seed = secret_seed() if secret else seed  # a secret one is used and written nowhere
         seed_everything(derive_seed(seed, "model-init"))
         net = _build_model(model, data, request, generator=torch.Generator().manual_seed(
             derive_seed(seed, "model-init")))
@@ -238,7 +244,7 @@ def train_classifier(
                              clip=clip_value, optimizer=optimizer, preclip_noise=preclip_noise,
                              sampling="poisson" if eps is not None else "shuffle")
         privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta,
-                           analytic=clip == "analytic")
+                           analytic=clip == "analytic", secret=secret)
         config = replace(config, noise_multiplier=privacy["sigma"])
         # only once every setting, the accountant's included, is accepted
         finished = open_run(out, written_request, resume=resume, ignore=_UNCHECKED)
@@ -360,8 +366,10 @@ def _validate(**args) -> dict:
                             "a number C > 0, or 'analytic' for clipless DP-SGD")
     require_positive_int("batch", args["batch"])
     require_positive_int("epochs", args["epochs"])
-    if isinstance(args["seed"], bool) or not isinstance(args["seed"], int):
-        raise InvalidInputError(f"seed = {args['seed']!r} is not an integer")
+    if args["seed"] is not None and (isinstance(args["seed"], bool)
+                                     or not isinstance(args["seed"], int)):
+        raise InvalidInputError(f"seed = {args['seed']!r} is not an integer (or None for a "
+                                "secret one)")
     require_in_range("lr", args["lr"], low=0.0, high=MAX_LR, hint=LR_HINT)
     if args["eps"] is not None:
         require_in_range("eps", args["eps"], low=0.0, hint="a privacy budget must be > 0")
@@ -570,9 +578,9 @@ def _spent_steps(result: dict, *, history: list[dict], config: DPSGDConfig, n_tr
 
 
 def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: float,
-             analytic: bool = False) -> dict:
+             analytic: bool = False, secret: bool = False) -> dict:
     """sigma and the labelled privacy numbers of the run (``analytic``: clipless DP-SGD, C is
-    the analytic bound Delta)."""
+    the analytic bound Delta; ``secret``: the run's seed is secret, else recorded)."""
     if eps is None:
         mode = "clipping only" if config.clip is not None else "unclipped"
         return {"sigma": 0.0, "privacy": f"none ({mode}: no noise, no privacy guarantee)",
@@ -588,6 +596,7 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
         TRAINING_STATISTICS_NOTE,
         "shot and depolarizing noise of quantum models are not counted as privacy "
         "(the private-training paper, section 3.2)",
+        randomness_note(secret=secret),
     ]
     if analytic:
         notes += [ANALYTIC_NOTE, ANALYTIC_DEFAULTS_NOTE]

@@ -56,6 +56,23 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
 
 
+def add_seed_flags(parser: argparse.ArgumentParser, *, default: int = 2024) -> None:
+    """``--seed S`` (recorded, reproducible) or ``--secret-seed`` (drawn from the operating
+    system, recorded nowhere: :mod:`qpriv.privacy.randomness`); :func:`seed_of` reads them."""
+    seeding = parser.add_mutually_exclusive_group()
+    seeding.add_argument("--seed", type=int, default=default,
+                         help="seed of the run, recorded so that it can be reproduced; the "
+                              "privacy claims then hold only against whoever does not know it")
+    seeding.add_argument("--secret-seed", action="store_true",
+                         help="draw the seed from the operating system's entropy and record "
+                              "none: a run whose noise nobody can replay (for a release)")
+
+
+def seed_of(args: argparse.Namespace) -> int | None:
+    """The seed :func:`add_seed_flags` asked for: None for a secret one."""
+    return None if args.secret_seed else args.seed
+
+
 def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
     """The options every grid command (``qpriv reproduce``, ``qpriv frontier``) takes: where its
     cells and reports go (default ``out``), the data, threads per cell, ``--executor local|ray``

@@ -8,11 +8,13 @@ import argparse
 from qpriv.cli.common import (
     add_command,
     add_json_flag,
+    add_seed_flags,
     emit_json,
     existing_path,
     out_path,
     positive_int,
     print_table,
+    seed_of,
 )
 from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.methods import DEFAULT_EPS
@@ -68,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--no-rigorous", action="store_true",
                     help="skip the rigorous accounting beside the paper's (a minute per new "
                          "setting, then cached)")
-    tr.add_argument("--seed", type=int, default=2024, help="seed of the run")
+    add_seed_flags(tr)
     tr.add_argument("--max-train-windows", type=positive_int,
                     help="use at most this many training windows (default: all)")
     tr.add_argument("--max-eval-windows", type=positive_int,
@@ -94,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=args.eps,
-        eps_total=args.eps_total, epochs=args.epochs, batch_size=args.batch, seed=args.seed,
+        eps_total=args.eps_total, epochs=args.epochs, batch_size=args.batch,
+        seed=seed_of(args),
         max_train_windows=args.max_train_windows, max_eval_windows=args.max_eval_windows,
         out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,

@@ -13,9 +13,11 @@ from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
     add_command,
     add_json_flag,
+    add_seed_flags,
     emit_json,
     out_path,
     positive_int,
+    seed_of,
 )
 from qpriv.errors import InvalidInputError
 
@@ -50,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="target eps of (eps, delta)-DP (default: none, no noise)")
     tc.add_argument("--delta", type=float, help="delta of --eps (default: 1e-5)")
     tc.add_argument("--epochs", type=positive_int, default=20, help="training epochs")
-    tc.add_argument("--seed", type=int, default=2024, help="seed of the run")
+    add_seed_flags(tc)
     tc.add_argument("--lr", type=float, help=f"learning rate (default: {DEFAULT_LR:g})")
     tc.add_argument("--lr-grid", type=float, nargs="+", metavar="LR",
                     help="tune the rate: one run per LR on a validation split held out of the "
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 if value is not None}  # the library's defaults otherwise
     settings = dict(
         task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
-        seed=args.seed, eps=args.eps, optimizer=args.optimizer,
+        seed=seed_of(args), eps=args.eps, optimizer=args.optimizer,
         preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
         threads=args.threads, **optional,
     )

@@ -79,6 +79,9 @@ KINDS = (RUN, CLASSIFIER, QUICKSTART, FRONTIER, REPRODUCE)
 
 _FIX = "re-run the command that wrote it"
 
+SECRET_SEED_TEXT = "secret (drawn from the operating system, not recorded)"
+"""How a report shows the seed of a run trained with a secret one."""
+
 
 # -- what a directory holds -------------------------------------------------------------------
 
@@ -381,7 +384,9 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
         ("data file", _source_name(request.get("source"))),
         ("channels", ", ".join(request.get("channels") or ()) or None),
         ("look-back L", raw.get("seq_len", request.get("seq_len"))),
-        ("horizon H", result.horizon), ("seed", raw.get("seed", request.get("seed"))),
+        ("horizon H", result.horizon),
+        ("seed", SECRET_SEED_TEXT if "seed" in raw and raw["seed"] is None
+         else raw.get("seed", request.get("seed"))),
         ("epochs", result.epochs), ("batch", train.get("batch_size")),
         ("training windows", result.windows.get("train")),
         ("validation windows", result.windows.get("val")),
@@ -463,7 +468,7 @@ def forecast_windows(run: LoadedRun | LinearRun, *,
     if isinstance(run, LinearRun):
         prediction = run.model.predict(x.numpy().astype(np.float64))
     else:
-        seed = derive_seed(int(run.request.raw.get("seed", 0)), "evaluation")
+        seed = derive_seed(int(run.request.raw.get("seed") or 0), "evaluation")
         with torch.no_grad(), seeded_noise(run.model, seed):
             prediction = run.model(x).numpy()
     return Forecasts(index=index, lookback=x.numpy(), actual=y.numpy(),

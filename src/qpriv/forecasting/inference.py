@@ -442,7 +442,8 @@ class ForecastingRun(ABC):
         window = series.values[end - seq_len + 1:end + 1]
         used_passes = (self.default_passes if passes is None else passes) if self.noisy else 1
         if seed is None:
-            seed = derive_seed(int(self.request.raw.get("seed", 0)), "forecast")
+            # a run with a secret seed recorded none: its forecasts draw from seed 0's stream
+            seed = derive_seed(int(self.request.raw.get("seed") or 0), "forecast")
         draws = self.predict_window(window, passes=used_passes, seed=seed)
         last = series.index[end]
         offset = pd.tseries.frequencies.to_offset(record.freq)

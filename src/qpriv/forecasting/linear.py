@@ -45,6 +45,7 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 from qpriv.forecasting.windows import ForecastData, WindowDataset, ZScoreScaler
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.quantiles import log_grid, private_location_scale
+from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.ssp import (
     calibrate_ssp,
     noise_scaled_ridge,
@@ -409,7 +410,7 @@ def fit_dp_linear(
     eps: float,
     delta: float = 1e-6,
     unit: str = "record",
-    seed: int = 0,
+    seed: int | None = 0,
     spec: LinearSpec = STANDARD_LINEAR,
     scaler: Scaler = "private",
     scaler_share: float | None = None,
@@ -441,7 +442,9 @@ def fit_dp_linear(
     clipping: the forecasts apply in the loader's z-scored units unchanged.
 
     Hyper-parameters left as None take :data:`DEFAULTS` for the unit (chosen on ETTh1's
-    validation split; that choice is not itself private, and the claim says so).
+    validation split; that choice is not itself private, and the claim says so). ``seed``
+    seeds the noise (reproducible, and replayable by whoever knows it: the claim says so);
+    None draws it from the operating system's entropy (:mod:`qpriv.privacy.randomness`).
 
     Raises:
         InvalidInputError: a bad eps, delta, unit, share or clip, or an unknown scaler.
@@ -519,6 +522,7 @@ def fit_dp_linear(
         "hyper-parameters (feature basis, public forecast, clip ranges, ridge scale, budget "
         "split) were chosen on the validation split and are not themselves private",
         CONSTANT_CHANNEL_NOTE,
+        randomness_note(secret=seed is None),
     )
     if the_unit == Unit.RECORD:
         notes += (f"record: one value of one channel at one time step of the training series, "

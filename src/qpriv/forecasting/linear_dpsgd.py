@@ -11,10 +11,12 @@ Differential Privacy"). The guarantee is (eps, delta)-DP at the **window** unit 
 
 Why no record unit: a record lies in up to L + H windows, and its effect on a window's clipped
 gradient is bounded only by the clipping (2C per window), since the gradient
-``M x (W^T M x - V^T r)^T`` is quadratic in the window; the sampled gradient sum then moves by up
-to 2C (L + H), a group of L + H units, which the accountant's add/remove-one analysis does not
-cover with a useful epsilon. The sufficient-statistics fit (``dp-linear``) bounds a record's
-effect on its statistics directly instead.
+``M x (W^T M x - V^T r)^T`` is quadratic in the window and W is unbounded; the sampled gradient
+sum then moves by up to 2C (L + H). Replacing a record is, in the accountant's add/remove
+terms, a group of 2 (L + H) units (720 at L = 336, H = 24), over which group privacy gives no
+useful epsilon. A direct bound would need the values clipped and W projected onto a ball after
+every step, which this code does neither of. The sufficient-statistics fit (``dp-linear``)
+bounds a record's effect on its statistics directly instead.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from qpriv.forecasting.linear import (
 from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
+from qpriv.privacy.randomness import randomness_note, secret_seed
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
 from qpriv.training.trainer import TrainConfig, Trainer
@@ -79,11 +82,15 @@ def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
                           epochs=DEFAULTS["epochs"])
 
 
-def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6, seed: int = 2024,
+def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
+                     seed: int | None = 2024,
                      progress: bool = False) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window (module
-    docstring); return the model with the best validation MSE and its claim."""
+    docstring); return the model with the best validation MSE and its claim. ``seed`` None:
+    a secret one (:mod:`qpriv.privacy.randomness`)."""
     settings = DEFAULTS
+    secret = seed is None
+    seed = secret_seed() if secret else seed
     q, steps = dpsgd_linear_schedule(len(data.train))
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=q, steps=steps)
     strategy = DPSGDStrategy(
@@ -103,9 +110,15 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6, see
         "no scaler is released with the model: it is equivariant to per-channel affine maps; "
         "the loader's z-scoring of the training split shapes the clipped gradients and is not "
         "accounted",
-        "hyper-parameters (learning rate, clip, batch, epochs) were chosen on the validation "
-        "split, which also selects the best epoch: neither choice is itself private",
-        "no record-level guarantee: see qpriv.forecasting.linear_dpsgd")
+        "hyper-parameters (learning rate, clip, batch, epochs) were chosen among DP-SGD runs "
+        "on ETTh1's training split, scored on its validation split: on ETTh1 that choice read "
+        "the training data through those runs, and its cost is not accounted (on other data "
+        "they are fixed constants); the validation split also selects the best epoch, which "
+        "is not itself private",
+        "the training history (loss per epoch, clipped fraction) in the result is computed "
+        "without noise and is not covered",
+        "no record-level guarantee: see qpriv.forecasting.linear_dpsgd",
+        randomness_note(secret=secret))
     claim = PrivacyClaim(value=claim.value, delta=claim.delta, kind=claim.kind,
                          accounting=claim.accounting, unit=claim.unit, covers=COVERS_LINEAR,
                          notes=notes, details=claim.details)

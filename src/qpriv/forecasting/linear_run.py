@@ -60,7 +60,7 @@ def run_linear(
     *, method: str, dataset: str, csv: str | Path | None, columns: Sequence[str] | None,
     data_dir: str | Path | None, horizon: int, seq_len: int, eps: float | None,
     delta: float | None, unit: str | None, clip_range: float | None, scaler: str | None,
-    seed: int, max_train_windows: int | None, max_eval_windows: int | None,
+    seed: int | None, max_train_windows: int | None, max_eval_windows: int | None,
     out_dir: str | Path | None, resume: bool, threads: int | None,
 ) -> dict:
     """Fit and test one linear forecaster (see :func:`qpriv.forecasting.run.run_forecast`,

@@ -60,6 +60,7 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
+from qpriv.privacy.randomness import randomness_note, secret_seed
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
@@ -99,7 +100,7 @@ def run_forecast(
     eps_total: float | None = None,
     epochs: int | None = None,
     batch_size: int | None = None,
-    seed: int = 2024,
+    seed: int | None = 2024,
     max_train_windows: int | None = None,
     max_eval_windows: int | None = None,
     out_dir: str | Path | None = None,
@@ -145,7 +146,11 @@ def run_forecast(
             :func:`qpriv.forecasting.methods.run_budget`.
         epochs, seed, eval_passes: the protocol (the LDPT paper, section 7.2); ``epochs`` None
             takes the method's (50 for ``dpsgd-tuned``, 20 otherwise). A method's learning-rate
-            warm-up shrinks in proportion when ``epochs`` is below the method's own.
+            warm-up shrinks in proportion when ``epochs`` is below the method's own. ``seed``
+            None draws a secret seed from the operating system and records none: the run
+            for a release, whose noise nobody can replay (:mod:`qpriv.privacy.randomness`;
+            a recorded seed lets anyone who reads it replay the mechanism, and the claims of
+            such a run say so).
         batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
@@ -227,8 +232,12 @@ def run_forecast(
         training["epochs"] = epochs
     if batch_size is not None:
         training["batch_size"] = batch_size
-    train_config = TrainConfig(seed=seed, eval_passes=eval_passes, progress=progress,
-                               **training)
+    secret = seed is None
+    # a secret seed drives every stream as a given one would, and is written nowhere
+    train_config = TrainConfig(seed=secret_seed() if secret else seed, eval_passes=eval_passes,
+                               progress=progress, **training)
+    recorded_train = {k: v for k, v in train_config.as_dict().items()
+                      if k not in ("progress", "draw_ahead")} | ({"seed": None} if secret else {})
     epochs = train_config.epochs
     if delta is None:
         delta = DEFAULT_DELTA
@@ -277,8 +286,7 @@ def run_forecast(
             "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
             # neither the bars nor drawing the noise ahead changes what is computed
-            "train": {k: v for k, v in train_config.as_dict().items()
-                      if k not in ("progress", "draw_ahead")},
+            "train": recorded_train,
         }
         # the file of a named dataset may be found elsewhere on resume (another
         # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
@@ -288,7 +296,7 @@ def run_forecast(
         if finished is not None:
             return finished
 
-        seed_everything(derive_seed(seed, "model-init"))
+        seed_everything(derive_seed(train_config.seed, "model-init"))
         model = LDPTForecaster(setup.config)
         trainer = Trainer(model, train=data.train, val=data.val, config=train_config,
                           checkpoint_dir=out, strategy=strategy)
@@ -319,10 +327,10 @@ def run_forecast(
         "inference": InferenceRecord.from_data(data, keep_scaler=True).to_json(),
         **_feature_counts(model),
         **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
-                   strategy=trainer.strategy.report(), eps=eps, delta=delta),
+                   strategy=trainer.strategy.report(), eps=eps, delta=delta, secret=secret),
         **rigorous_part,
         "model": setup.config.as_dict(),
-        "train": train_config.as_dict(),
+        "train": train_config.as_dict() | ({"seed": None} if secret else {}),
         "strategy": trainer.strategy.report(),
         "history": fit.history,
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
@@ -363,14 +371,16 @@ SCALER_NOTE = ("the data loader's z-score scaler (the training split's per-chann
 
 
 def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
-             eps: float | None, delta: float) -> dict:
-    """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form."""
+             eps: float | None, delta: float, secret: bool) -> dict:
+    """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form.
+    ``secret``: the run's seed is secret (else recorded: every claim says what that means)."""
     notes = list(setup.notes)
+    drawn = randomness_note(secret=secret)
     if setup.privacy == RIGOROUS_PRIVACY:
         claim = PrivacyClaim(
             value=eps, delta=delta, kind=Kind.COMPOSED, accounting=Accounting.RIGOROUS,
             unit=Unit.RECORD, covers=COVERS_FEATURES_OVER_TRAINING,
-            notes=(TARGETS_NOTE, SCALER_NOTE), details={"epochs": epochs})
+            notes=(TARGETS_NOTE, SCALER_NOTE, drawn), details={"epochs": epochs})
         return {"privacy": setup.privacy, "eps_per_pass": None, "eps_total": claim.to_json(),
                 "p": setup.noise["p"], "gamma": setup.noise["gamma"],
                 "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,
@@ -382,11 +392,12 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "accounted",
             "the unit is one window; one time step of the series lies in up to L + H "
             "overlapping windows, so a record-level guarantee follows only by group privacy "
-            "over those windows",
+            "over those windows, which at the paper's L + H (360 to 1056) gives no useful "
+            "epsilon",
             "RevIN statistics are per window and inside the clipped gradient: covered",
             "the training history (loss per epoch, clipped fraction) is computed without "
             "noise and is not covered",
-            SCALER_NOTE]
+            SCALER_NOTE, drawn]
         return {"privacy": setup.privacy, "eps_per_pass": None,
                 "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
                 "noise_multiplier": strategy["noise_multiplier"],
@@ -397,7 +408,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         mechanism = {"mechanism": "Gaussian (eq. 1), L2 sensitivity 1"}
         per_pass = PrivacyClaim(
             value=eps, delta=delta, kind=Kind.LOCAL_DP, accounting=Accounting.PAPER,
-            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS, notes=(SCALER_NOTE,),
+            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS, notes=(SCALER_NOTE, drawn),
             details=mechanism)
         composed = replace(
             per_pass, value=basic_composition(eps, epochs=epochs), kind=Kind.COMPOSED,
@@ -408,7 +419,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "eps_per_pass": per_pass.to_json(),
             "eps_basic": composed.to_json(),
             "sigma": setup.noise["input_sigma"],
-            "privacy_notes": [*notes, SCALER_NOTE],
+            "privacy_notes": [*notes, SCALER_NOTE, drawn],
         }
     if setup.privacy != Kind.LOCAL_QDP or setup.eps_per_pass is None:
         extra = {"sigma": setup.noise["sigma"]} if "sigma" in setup.noise else {}
@@ -423,7 +434,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         "paper accounting counts one use of the channel per token and pass; the features "
         "release N_s shots of every token, over all tokens and passes: see the rigorous "
         "accounting",
-        TARGETS_NOTE, bypass, SCALER_NOTE)
+        TARGETS_NOTE, bypass, SCALER_NOTE, drawn)
     neighbourhood = {"neighbourhood": (
         signed_neighbourhood(setup.config) if setup.config.encoding == "signed"
         else f"trace distance d = {cal.d:g} (full norm)")}

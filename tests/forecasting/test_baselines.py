@@ -9,12 +9,14 @@ import os
 import pytest
 import torch
 
+from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
+from qpriv.privacy.randomness import randomness_note
 from qpriv.training.dpsgd import (
     DPSGDStrategy,
     clip_and_noise,
@@ -23,6 +25,7 @@ from qpriv.training.dpsgd import (
     per_sample_gradients_loop,
     window_mse,
 )
+from qpriv.training.trainer import DIVERGENCE_NOTE
 
 BACKBONE_METHODS = [name for name, entry in METHODS.items() if entry.family == BACKBONE]
 """The methods built on the LDPT backbone (the linear family has its own tests)."""
@@ -129,6 +132,17 @@ def test_dpsgd_strategy_steps_with_poisson_batches_and_reports_its_spend():
                           delta=1e-5, seed=99)
     again.load_state_dict(state)
     assert torch.equal(again.noise.get_state(), strategy.noise.get_state())
+    # a checkpoint of other settings would have its steps counted at the wrong sigma or q
+    for change in ({"noise_multiplier": 2.0}, {"sample_rate": 0.5}, {"clip": 3.0}):
+        other = DPSGDStrategy(**{"clip": 1.0, "noise_multiplier": 1.0, "sample_rate": 0.25,
+                                 "steps_per_epoch": 4, "delta": 1e-5, "seed": 99, **change})
+        key = next(iter(change))
+        with pytest.raises(InvalidInputError, match=f"other DP-SGD settings .*{key}"):
+            other.load_state_dict(state)
+    # one written before the settings were stored is taken (its config.json is checked)
+    legacy = {key: value for key, value in state.items() if key != "settings"}
+    again.load_state_dict(legacy)
+    assert again.steps == 5
 
 
 def test_every_method_names_its_privacy_and_noise():
@@ -166,12 +180,17 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
         if setup.privacy == "none":
             continue
         claimed.append(setup.privacy)
-        privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy, eps=0.5,
-                           delta=1e-6)
-        assert SCALER_NOTE in privacy["privacy_notes"], name
-        # and in the claim itself, where a reader of the epsilon finds it
-        claim = privacy.get("eps_per_pass") or privacy["eps"]
-        assert SCALER_NOTE in PrivacyClaim.from_json(claim).notes, name
+        for secret in (False, True):
+            privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy, eps=0.5,
+                               delta=1e-6, secret=secret)
+            assert SCALER_NOTE in privacy["privacy_notes"], name
+            # and in the claim itself, where a reader of the epsilon finds it, with where the
+            # mechanism's randomness came from
+            notes = PrivacyClaim.from_json(privacy.get("eps_per_pass") or privacy["eps"]).notes
+            assert SCALER_NOTE in notes, name
+            assert randomness_note(secret=secret) in notes, name
+            if setup.privacy == "global (eps, delta)-DP":  # DP-SGD: its stop reads the data
+                assert DIVERGENCE_NOTE in notes, name
     assert set(claimed) == {"local eps-QDP per pass", "local (eps, delta)-DP per pass",
                             "global (eps, delta)-DP"}
 
@@ -207,7 +226,7 @@ def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
     assert config["dpsgd"] == {"eps": 8.0, "delta": 1e-6, "clip": 1.0}
     # the noise was calibrated for eps 8: the run cannot be resumed, or re-reported, as eps 0.5
-    from qpriv.errors import InvalidInputError
+
 
     with pytest.raises(InvalidInputError, match=r"settings differ in \['dpsgd', 'eps'\]"):
         run_forecast(method="dpsgd", eps=0.5, horizon=4, epochs=2, out_dir=out, resume=True,
@@ -228,7 +247,7 @@ def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     ("classical", "has no feature path to account"),
 ])
 def test_a_delta_the_method_would_not_use_is_refused(method, needle):
-    from qpriv.errors import InvalidInputError
+
 
     message = f"cannot be set for method '{method}': it {needle}"
     with pytest.raises(InvalidInputError, match=message):
@@ -238,7 +257,7 @@ def test_a_delta_the_method_would_not_use_is_refused(method, needle):
 
 @needs_ett
 def test_a_budget_no_multiplier_meets_is_refused_before_writing(tmp_path):
-    from qpriv.errors import InvalidInputError
+
 
     out = tmp_path / "run"
     with pytest.raises(InvalidInputError, match="no noise multiplier"):
@@ -282,7 +301,7 @@ def test_dpsgd_strategy_step_is_the_hand_computation():
 
 
 def test_a_linear_method_is_not_set_up_on_the_backbone():
-    from qpriv.errors import InvalidInputError
+
 
     assert {"public", "ridge", "dp-linear"} <= set(METHODS) - set(BACKBONE_METHODS)
     with pytest.raises(InvalidInputError, match="linear forecaster, not built on the backbone"):

@@ -19,6 +19,8 @@ from qpriv.forecasting.linear import evaluate
 from qpriv.forecasting.linear_run import PUBLIC_NOTE
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import PrivacyClaim
+from qpriv.privacy.randomness import SEEDED_NOTE
+from qpriv.training.trainer import DIVERGENCE_NOTE
 
 needs_ett = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
                                reason="QPRIV_DATA_DIR (the ETT csv files) not set")
@@ -146,3 +148,9 @@ def test_dpsgd_linear_trains_on_the_one_trainer_and_claims_the_window_unit():
     assert "weights" in claim.covers
     assert any("record" in note for note in claim.notes)
     assert result["fit"]["noise_multiplier"] > 0 and result["fit"]["best_epoch"] >= 1
+    # what the release holds beyond the noised weights, and what the choice of its settings
+    # read, are named
+    assert result["fit"]["history"][0]["train_loss"] > 0
+    assert any("history" in note and "not covered" in note for note in claim.notes)
+    assert any("DP-SGD runs on ETTh1's training split" in note for note in claim.notes)
+    assert {DIVERGENCE_NOTE, SEEDED_NOTE} <= set(claim.notes)

@@ -14,6 +14,7 @@ from qpriv.classification.run import train_classifier
 from qpriv.cli import main
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.randomness import SECRET_NOTE, SEEDED_NOTE, randomness_note, secret_seed
+from qpriv.training.trainer import DIVERGENCE_NOTE
 
 needs_ett = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
                                reason="QPRIV_DATA_DIR (the ETT csv files) not set")
@@ -75,6 +76,7 @@ def test_a_secret_classifier_run_records_no_seed_and_says_so():
     seeded = train_classifier(seed=3, **kwargs)
     assert secret["request"]["seed"] is None and seeded["request"]["seed"] == 3
     assert SECRET_NOTE in secret["eps"]["notes"] and SEEDED_NOTE in seeded["eps"]["notes"]
+    assert DIVERGENCE_NOTE in seeded["eps"]["notes"]  # its stop reads the training loss
 
 
 @pytest.mark.parametrize("command", [["train", "--method", "dp-linear"],

@@ -64,7 +64,7 @@ from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, REFERENCE_FILE, RESULT_FILE
 from qpriv.threads import torch_threads
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import diverged_epoch
+from qpriv.training.trainer import DIVERGENCE_NOTE, diverged_epoch
 
 MODELS = ("mlp", "lipschitz", "quantum", "cnn", "quantum-image")
 IMAGE_ONLY = ("cnn", "quantum-image")
@@ -596,6 +596,7 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
         TRAINING_STATISTICS_NOTE,
         "shot and depolarizing noise of quantum models are not counted as privacy "
         "(the private-training paper, section 3.2)",
+        DIVERGENCE_NOTE,
         randomness_note(secret=secret),
     ]
     if analytic:

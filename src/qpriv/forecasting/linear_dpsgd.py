@@ -39,7 +39,7 @@ from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.randomness import randomness_note, secret_seed
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
-from qpriv.training.trainer import TrainConfig, Trainer
+from qpriv.training.trainer import DIVERGENCE_NOTE, TrainConfig, Trainer
 
 #: Chosen on ETTh1's validation split at eps 1 (learning rates 0.003-0.1, clip 0.3-5, batch
 #: 256-512, epochs 5-20; best validation epoch kept); the test split was not used.
@@ -118,6 +118,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         "the training history (loss per epoch, clipped fraction) in the result is computed "
         "without noise and is not covered",
         "no record-level guarantee: see qpriv.forecasting.linear_dpsgd",
+        DIVERGENCE_NOTE,
         randomness_note(secret=secret))
     claim = PrivacyClaim(value=claim.value, delta=claim.delta, kind=claim.kind,
                          accounting=claim.accounting, unit=claim.unit, covers=COVERS_LINEAR,

@@ -67,7 +67,7 @@ from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 from qpriv.threads import check_threads, torch_threads
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer
+from qpriv.training.trainer import DIVERGENCE_NOTE, StepStrategy, TrainConfig, Trainer
 
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
@@ -397,7 +397,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "RevIN statistics are per window and inside the clipped gradient: covered",
             "the training history (loss per epoch, clipped fraction) is computed without "
             "noise and is not covered",
-            SCALER_NOTE, drawn]
+            DIVERGENCE_NOTE, SCALER_NOTE, drawn]
         return {"privacy": setup.privacy, "eps_per_pass": None,
                 "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
                 "noise_multiplier": strategy["noise_multiplier"],

@@ -33,6 +33,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
+from qpriv.runs.files import changed_settings
 from qpriv.training.trainer import StepStrategy
 
 
@@ -210,8 +211,11 @@ def clip_and_noise(
         if clip is None:
             raise InvalidInputError("noise needs a clipping threshold: its scale is sigma * C")
         scale = noise_multiplier * clip
+        # drawn where the generator lives (a CPU generator cannot fill a CUDA tensor), then
+        # moved: on the CPU the same numbers as before
         total = {name: t + scale * torch.randn(t.shape, generator=generator, dtype=t.dtype,
-                                               device=t.device) for name, t in total.items()}
+                                               device=generator.device).to(t.device)
+                 for name, t in total.items()}
     return {name: t / denominator for name, t in total.items()}, clipped
 
 
@@ -299,10 +303,25 @@ class DPSGDStrategy(StepStrategy):
         self._n_train = n_train
         return model, optimizer
 
+    def settings(self) -> dict:
+        """What the accountant reads besides the steps: a checkpoint of other settings would
+        count its steps at the wrong sigma or q."""
+        return {"clip": self.clip, "noise_multiplier": self.noise_multiplier,
+                "sample_rate": self.sample_rate, "steps_per_epoch": self.steps_per_epoch,
+                "delta": self.delta, "accountant": self.accountant}
+
     def state_dict(self) -> dict:
-        return {"steps": self.steps, "noise": self.noise.get_state(), "clipped": self.clipped}
+        return {"steps": self.steps, "noise": self.noise.get_state(), "clipped": self.clipped,
+                "settings": self.settings()}
 
     def load_state_dict(self, state: dict) -> None:
+        # a checkpoint written before the settings were stored cannot be checked here (the
+        # run's config.json still is, by open_run)
+        changed = ("settings" in state
+                   and changed_settings(state["settings"], self.settings()))
+        if changed:
+            raise InvalidInputError(f"it was written by a run with other DP-SGD settings "
+                                    f"({changed})")
         self.steps = int(state["steps"])
         self.noise.set_state(state["noise"])
         self.clipped = list(state["clipped"])

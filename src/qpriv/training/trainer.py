@@ -66,6 +66,11 @@ CHECKPOINT_FORMAT = 2
 """Version of the checkpoint :class:`Trainer` writes. 1 was qpriv 0.1.0's forecaster checkpoint
 (the classifiers then wrote their own, also numbered 1); 2 is the one format of every run, with
 an optional schedule and random states. :func:`upgrade_checkpoint` reads both old ones."""
+DIVERGENCE_NOTE = (
+    "training stops after the first epoch whose loss is not finite; that stopping rule reads "
+    "the noise-free training loss, so whether and when a run stops is not covered (the "
+    "epsilon counts the steps taken)")
+"""What a private run's claim says of the trainer's stop on divergence."""
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ SEEDED_NOTE = (
 SECRET_NOTE = (
     "the run's seed was drawn from the operating system's entropy (Python's secrets) and "
     "written nowhere: the mechanism's random draws cannot be replayed from the run's files "
-    "(a checkpoint holds the generators' state: keep it as private as the data)")
+    "(a checkpoint, where a run keeps one, holds the generators' state: keep it as private "
+    "as the data)")
 """The note on every claim of a run with a secret seed."""
 
 

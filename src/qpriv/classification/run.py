@@ -56,7 +56,7 @@ from qpriv.errors import (
 )
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
-from qpriv.privacy.randomness import randomness_note, secret_seed
+from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.quantum.states import amplitude_encode
 from qpriv.runs.directory import check_out_dir as check_run_dir
 from qpriv.runs.directory import open_run
@@ -232,7 +232,7 @@ def train_classifier(
         if model == "lipschitz" and clip != "analytic":
             request = {**request, "lipschitz": float(clip)}
         secret = seed is None
-        seed = secret_seed() if secret else seed  # a secret one is used and written nowhere
+        seed = run_seed(seed)  # a secret one is used and written nowhere
         seed_everything(derive_seed(seed, "model-init"))
         net = _build_model(model, data, request, generator=torch.Generator().manual_seed(
             derive_seed(seed, "model-init")))

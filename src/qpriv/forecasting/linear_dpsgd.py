@@ -36,10 +36,10 @@ from qpriv.forecasting.linear import (
 from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.privacy.randomness import randomness_note, secret_seed
+from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
-from qpriv.training.trainer import DIVERGENCE_NOTE, TrainConfig, Trainer
+from qpriv.training.trainer import DIVERGENCE_NOTE, HISTORY_NOTE, TrainConfig, Trainer
 
 #: Chosen on ETTh1's validation split at eps 1 (learning rates 0.003-0.1, clip 0.3-5, batch
 #: 256-512, epochs 5-20; best validation epoch kept); the test split was not used.
@@ -90,7 +90,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
     a secret one (:mod:`qpriv.privacy.randomness`)."""
     settings = DEFAULTS
     secret = seed is None
-    seed = secret_seed() if secret else seed
+    seed = run_seed(seed)
     q, steps = dpsgd_linear_schedule(len(data.train))
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=q, steps=steps)
     strategy = DPSGDStrategy(
@@ -115,8 +115,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         "the training data through those runs, and its cost is not accounted (on other data "
         "they are fixed constants); the validation split also selects the best epoch, which "
         "is not itself private",
-        "the training history (loss per epoch, clipped fraction) in the result is computed "
-        "without noise and is not covered",
+        HISTORY_NOTE,
         "no record-level guarantee: see qpriv.forecasting.linear_dpsgd",
         DIVERGENCE_NOTE,
         randomness_note(secret=secret))

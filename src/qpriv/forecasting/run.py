@@ -60,14 +60,20 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.privacy.randomness import randomness_note, secret_seed
+from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 from qpriv.threads import check_threads, torch_threads
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import DIVERGENCE_NOTE, StepStrategy, TrainConfig, Trainer
+from qpriv.training.trainer import (
+    DIVERGENCE_NOTE,
+    HISTORY_NOTE,
+    StepStrategy,
+    TrainConfig,
+    Trainer,
+)
 
 DEFAULT_DELTA_PRIME = 1e-6
 DEFAULT_EPOCHS = 20
@@ -234,10 +240,9 @@ def run_forecast(
         training["batch_size"] = batch_size
     secret = seed is None
     # a secret seed drives every stream as a given one would, and is written nowhere
-    train_config = TrainConfig(seed=secret_seed() if secret else seed, eval_passes=eval_passes,
+    train_config = TrainConfig(seed=run_seed(seed), eval_passes=eval_passes,
                                progress=progress, **training)
-    recorded_train = {k: v for k, v in train_config.as_dict().items()
-                      if k not in ("progress", "draw_ahead")} | ({"seed": None} if secret else {})
+    recorded_train = train_config.as_dict() | ({"seed": None} if secret else {})
     epochs = train_config.epochs
     if delta is None:
         delta = DEFAULT_DELTA
@@ -286,7 +291,8 @@ def run_forecast(
             "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
             "delta_prime": delta_prime, "model": setup.config.as_dict(),
             # neither the bars nor drawing the noise ahead changes what is computed
-            "train": recorded_train,
+            "train": {k: v for k, v in recorded_train.items()
+                      if k not in ("progress", "draw_ahead")},
         }
         # the file of a named dataset may be found elsewhere on resume (another
         # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
@@ -330,7 +336,7 @@ def run_forecast(
                    strategy=trainer.strategy.report(), eps=eps, delta=delta, secret=secret),
         **rigorous_part,
         "model": setup.config.as_dict(),
-        "train": train_config.as_dict() | ({"seed": None} if secret else {}),
+        "train": recorded_train,
         "strategy": trainer.strategy.report(),
         "history": fit.history,
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
@@ -395,9 +401,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "over those windows, which at the paper's L + H (360 to 1056) gives no useful "
             "epsilon",
             "RevIN statistics are per window and inside the clipped gradient: covered",
-            "the training history (loss per epoch, clipped fraction) is computed without "
-            "noise and is not covered",
-            DIVERGENCE_NOTE, SCALER_NOTE, drawn]
+            HISTORY_NOTE, DIVERGENCE_NOTE, SCALER_NOTE, drawn]
         return {"privacy": setup.privacy, "eps_per_pass": None,
                 "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
                 "noise_multiplier": strategy["noise_multiplier"],

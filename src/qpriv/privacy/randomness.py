@@ -20,6 +20,8 @@ Example:
 True
 >>> 0 <= secret_seed() < 2**62
 True
+>>> run_seed(7)
+7
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ SECRET_NOTE = (
 def secret_seed() -> int:
     """A seed of 62 bits from the operating system's entropy, for a run that records none."""
     return secrets.randbits(62)
+
+
+def run_seed(seed: int | None) -> int:
+    """The seed a run drives its streams with: ``seed`` itself, or a :func:`secret_seed` for
+    None (the caller records None, never this one)."""
+    return secret_seed() if seed is None else seed
 
 
 def randomness_note(*, secret: bool) -> str:

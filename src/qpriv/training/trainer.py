@@ -71,6 +71,9 @@ DIVERGENCE_NOTE = (
     "the noise-free training loss, so whether and when a run stops is not covered (the "
     "epsilon counts the steps taken)")
 """What a private run's claim says of the trainer's stop on divergence."""
+HISTORY_NOTE = ("the training history (loss per epoch, clipped fraction) is computed without "
+                "noise and is not covered")
+"""What a private run's claim says of the per-epoch history its result holds."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
     python scripts/carry_cells.py save --unfinished --out runs/full --carry carried-cells
         # the same, and the cells still training with their checkpoints: once, before the
         # machine is given up
+    python scripts/carry_cells.py save --no-weights ...   # finished cells without best.pt: once
+        # no grid still to run attacks them (Table 9 is published)
     python scripts/carry_cells.py restore --carry carried-cells --out runs/full   # fresh machine
 
 What is carried and what is not: :mod:`qpriv.experiments.carry`. Bad input exits with code 2
@@ -30,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unfinished", action="store_true",
                    help="save: also the cells still training, with their checkpoints (restore "
                         "always brings them back)")
+    p.add_argument("--no-weights", dest="weights", action="store_false",
+                   help="save: leave a finished cell's best.pt behind (only an attack on the "
+                        "cell, Table 9's, reads its weights; the frontiers and figures read "
+                        "result.json)")
     return p
 
 
@@ -40,9 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("carry_cells: error: --unfinished is for save (restore always brings the "
               "unfinished cells back); drop it", file=sys.stderr)
         return 2
+    if not args.weights and args.action != "save":
+        print("carry_cells: error: --no-weights is for save (restore brings back what was "
+              "carried); drop it", file=sys.stderr)
+        return 2
     try:
         if args.action == "save":
-            done = save(args.out, args.carry, unfinished=args.unfinished)
+            done = save(args.out, args.carry, unfinished=args.unfinished,
+                        weights=args.weights)
         else:
             done = restore(args.carry, args.out)
     except (QprivError, OSError) as err:

@@ -16,7 +16,8 @@
 # session's end), save the cells still training too, with their checkpoints, so that they resume
 # from their last epoch on the next machine:
 #
-#   .venv/bin/python scripts/carry_cells.py save --unfinished --out runs/full --carry carried-cells
+#   .venv/bin/python scripts/carry_cells.py save --unfinished --out runs/full --carry carried-cells \
+#       --no-weights    # once results/table9 is published: no finished cell's best.pt
 #
 #   QPRIV_DATA_DIR=/path/to/ETT-small bash scripts/run_full_budget.sh [OUT]   # default runs/full
 #
@@ -36,8 +37,14 @@ CARRY=${CARRY:-carried-cells}
 mkdir -p "$OUT/logs" "$OUT/locks"
 
 carry() {  # carry save|restore, one at a time (the lanes and the timer all save)
+    local weights=()
+    # only Table 9's attack reads a finished cell's weights: once it is published, the cells
+    # are carried without best.pt (5 MB a transformer cell)
+    if [ "$1" = save ] && [ -e results/table9 ]; then
+        weights=(--no-weights)
+    fi
     flock "$OUT/locks/carry.lock" "$PYTHON" scripts/carry_cells.py "$1" --out "$OUT" \
-        --carry "$CARRY" >> "$OUT/logs/carry.log" 2>&1
+        --carry "$CARRY" "${weights[@]}" >> "$OUT/logs/carry.log" 2>&1
 }
 if [ -d "$CARRY/cells" ]; then
     carry restore

@@ -118,6 +118,38 @@ def test_only_finished_cells_and_classifier_runs_are_carried(tmp_path, load_scri
     assert sorted(p.name for p in stale.iterdir()) == [CONFIG_FILE, RESULT_FILE]
 
 
+def test_no_weights_leaves_a_finished_cells_best_pt_behind_only(tmp_path, capsys, load_script):
+    out = tmp_path / "out"
+    done = out / "cells" / "full" / "ETTh1-H96-dpsgd-eps1-s1"
+    running = out / "cells" / "full" / "ETTh1-H96-ldpt-eps1-s1"
+    for folder in (done, running):
+        folder.mkdir(parents=True)
+        (folder / CONFIG_FILE).write_text("{}")
+        (folder / BEST_FILE).write_bytes(b"weights")
+        (folder / CHECKPOINT_FILE).write_bytes(b"state")
+    (done / RESULT_FILE).write_text("{}")
+    (done / MIA_FILE).write_text("{}")
+    script = load_script("carry_cells")
+    assert script.main(["save", "--no-weights", "--unfinished", "--out", str(out),
+                        "--carry", str(tmp_path / "carry")]) == 0
+    carried = tmp_path / "carry" / "cells" / "full"
+    assert sorted(p.name for p in (carried / done.name).iterdir()) == [
+        CONFIG_FILE, MIA_FILE, RESULT_FILE]
+    # an unfinished cell's checkpoint holds its weights: it is carried as always
+    assert sorted(p.name for p in (carried / running.name).iterdir()) == [
+        CHECKPOINT_FILE, CONFIG_FILE]
+    # a later save without the flag adds the weights of a cell carried without them
+    assert script.main(["save", "--out", str(out), "--carry", str(tmp_path / "carry")]) == 0
+    assert (carried / done.name / BEST_FILE).read_bytes() == b"weights"
+
+    capsys.readouterr()
+    code = script.main(["restore", "--no-weights", "--carry", str(tmp_path / "carry"),
+                        "--out", str(tmp_path / "fresh")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--no-weights is for save" in err
+    assert not (tmp_path / "fresh").exists()
+
+
 def test_a_folder_without_cells_is_one_line_and_exit_2(tmp_path, capsys, load_script):
     code = load_script("carry_cells").main(["restore", "--carry", str(tmp_path / "none"),
                                             "--out", str(tmp_path / "out")])

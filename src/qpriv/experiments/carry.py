@@ -15,11 +15,13 @@ replaced in the carry folder by its finished copy once it finishes.
 
 What a carried cell holds: a forecasting cell's directory without its resumable checkpoint
 (``config.json``, ``result.json``, ``best.pt`` whose weights Table 9's attack reads, ``mia.json``
-and a linear forecaster's ``linear.npz`` where present); an unfinished one's ``config.json`` and
-checkpoint (which holds its best weights so far); a classifier grid's run, one JSON file
-(``qml/<key>.json``). A named dataset's location on the machine that ran the cell
-(``config.json``'s ``source``) is carried as the file name alone and set to this machine's file on
-restore (runs of a named dataset compare their settings without it on resume); an attack's
+and a linear forecaster's ``linear.npz`` where present; ``weights=False`` leaves ``best.pt``
+behind, once no grid still to run attacks the cells: the frontiers and the figures read
+``result.json`` alone, and a transformer's weights are 5 MB a cell); an unfinished one's
+``config.json`` and checkpoint (which holds its best weights so far); a classifier grid's run,
+one JSON file (``qml/<key>.json``). A named dataset's location on the machine that ran the
+cell (``config.json``'s ``source``) is carried as the file name alone and set to this machine's
+file on restore (runs of a named dataset compare their settings without it on resume); an attack's
 ``mia.json`` names its run folder relative to the carry folder, and the run folder's own on
 restore, as the attack would have written it there.
 
@@ -145,18 +147,21 @@ def _write(dest: Path, content: bytes | dict) -> None:
         atomic_write_bytes(dest, content)
 
 
-def _carried_files(source: Path) -> list[Path]:
+def _carried_files(source: Path, *, weights: bool = True) -> list[Path]:
     """The files of the cell folder ``source`` that are carried, ``result.json`` or, for an
     unfinished cell, its checkpoint last (so that an interrupted copy is neither a finished cell
-    nor a resumable one)."""
+    nor a resumable one); without ``weights`` a finished cell's ``best.pt`` stays behind."""
     finished = (source / RESULT_FILE).is_file()
-    left_behind = LEFT_BEHIND if finished else UNFINISHED_LEFT_BEHIND
+    if finished:
+        left_behind = LEFT_BEHIND if weights else (*LEFT_BEHIND, BEST_FILE)
+    else:
+        left_behind = UNFINISHED_LEFT_BEHIND
     return sorted((f for f in source.iterdir()
                    if f.is_file() and not f.name.startswith(".") and f.name not in left_behind),
                   key=lambda f: f.name in (RESULT_FILE, CHECKPOINT_FILE))
 
 
-def _replace_cell(source: Path, dest: Path, *, portable: bool) -> None:
+def _replace_cell(source: Path, dest: Path, *, portable: bool, weights: bool = True) -> None:
     """``dest`` made a copy of the cell ``source``, each file atomically; a copy already there
     (an unfinished one, stale beside a result or trained less) is removed first."""
     if source.is_file():
@@ -164,17 +169,17 @@ def _replace_cell(source: Path, dest: Path, *, portable: bool) -> None:
         return
     if dest.is_dir():
         shutil.rmtree(dest)
-    for file in _carried_files(source):
+    for file in _carried_files(source, weights=weights):
         _write(dest / file.name, _adapted(file, dest, portable=portable))
 
 
-def _add_missing(source: Path, dest: Path, *, portable: bool) -> None:
+def _add_missing(source: Path, dest: Path, *, portable: bool, weights: bool = True) -> None:
     """Copy into a finished cell ``dest`` the files of ``source`` written after it was carried
     (Table 9's attack writes ``mia.json`` beside a finished cell); the settings are the
     cell's own on each side."""
     if not source.is_dir():
         return
-    for file in _carried_files(source):
+    for file in _carried_files(source, weights=weights):
         if file.name != CONFIG_FILE and not (dest / file.name).exists():
             _write(dest / file.name, _adapted(file, dest, portable=portable))
 
@@ -183,7 +188,8 @@ def _is_finished(path: Path) -> bool:
     return path.is_file() or (path / RESULT_FILE).is_file()
 
 
-def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bool) -> Carried:
+def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bool,
+           weights: bool = True) -> Carried:
     if not (source_root / CELLS_DIR).is_dir():
         raise InvalidInputError(f"{source_root} holds no {CELLS_DIR}/ folder: not a run folder "
                                 "of qpriv reproduce or qpriv frontier (check the path)")
@@ -191,10 +197,10 @@ def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bo
     for cell in finished_cells(source_root):
         target = dest_root / cell
         if _is_finished(target):
-            _add_missing(source_root / cell, target, portable=portable)
+            _add_missing(source_root / cell, target, portable=portable, weights=weights)
             present.append(str(cell))
         else:
-            _replace_cell(source_root / cell, target, portable=portable)
+            _replace_cell(source_root / cell, target, portable=portable, weights=weights)
             copied.append(str(cell))
     for cell in unfinished_cells(source_root) if unfinished else ():
         target = dest_root / cell
@@ -209,15 +215,18 @@ def _carry(source_root: Path, dest_root: Path, *, portable: bool, unfinished: bo
     return Carried(copied=copied, present=present)
 
 
-def save(out_dir: str | Path, carry_dir: str | Path, *, unfinished: bool = False) -> Carried:
+def save(out_dir: str | Path, carry_dir: str | Path, *, unfinished: bool = False,
+         weights: bool = True) -> Carried:
     """Copy the finished cells of the run folder ``out_dir`` that ``carry_dir`` lacks, and with
     ``unfinished`` the cells still training (their checkpoint included) where ``out_dir``'s copy
-    has trained more epochs than the carried one.
+    has trained more epochs than the carried one. Without ``weights`` a finished cell is carried
+    without its ``best.pt`` (a copy carried before keeps it).
 
     Raises:
         InvalidInputError: ``out_dir`` is not a run folder; a checkpoint cannot be read.
     """
-    return _carry(Path(out_dir), Path(carry_dir), portable=True, unfinished=unfinished)
+    return _carry(Path(out_dir), Path(carry_dir), portable=True, unfinished=unfinished,
+                  weights=weights)
 
 
 def restore(carry_dir: str | Path, out_dir: str | Path) -> Carried:

@@ -200,11 +200,11 @@ def load_run(run_dir: str | Path, *,
             recorded model; the run diverged before it had a model. The data is checked only
             when :meth:`LoadedRun.data` is called.
     """
-    path, request = _open(run_dir)
+    path, request, parsed = _open(run_dir)
     if _is_linear(request):
-        return _load_linear(path, request,
+        return _load_linear(path, request, parsed,
                             data_dir=None if data_dir is None else Path(data_dir).expanduser())
-    return _load_backbone(path, request, data_dir=data_dir)
+    return _load_backbone(path, request, parsed, data_dir=data_dir)
 
 
 def load_backbone_run(run_dir: str | Path, *, data_dir: str | Path | None = None) -> LoadedRun:
@@ -213,20 +213,21 @@ def load_backbone_run(run_dir: str | Path, *, data_dir: str | Path | None = None
     Raises:
         InvalidInputError: as :func:`load_run`, and for a run of the linear family.
     """
-    path, request = _open(run_dir)
+    path, request, parsed = _open(run_dir)
     if _is_linear(request):
         raise InvalidInputError(
             f"{path} is a run of the linear forecaster {request['method']!r}, fitted in closed "
             f"form ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
-    return _load_backbone(path, request, data_dir=data_dir)
+    return _load_backbone(path, request, parsed, data_dir=data_dir)
 
 
 def _is_linear(request: dict) -> bool:
     return isinstance(request.get("model"), dict) and request["model"].get("family") == LINEAR
 
 
-def _open(run_dir: str | Path) -> tuple[Path, dict]:
-    """The run directory and its config.json, once it is known to hold a finished run."""
+def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
+    """The run directory and its config.json, as read and as parsed (every field's type
+    checked), once it is known to hold a finished run."""
     path = Path(run_dir).expanduser()
     if not path.exists():
         raise InvalidInputError(f"run directory {path} does not exist")
@@ -239,7 +240,7 @@ def _open(run_dir: str | Path) -> tuple[Path, dict]:
         )
     request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
     try:
-        ForecastRequest.from_json(request)  # every field's type, before any is used
+        parsed = ForecastRequest.from_json(request)  # every field's type, before any is used
     except InvalidInputError as exc:
         raise InvalidInputError(f"{path}: {exc}") from exc
     if not (path / RESULT_FILE).is_file():
@@ -249,10 +250,11 @@ def _open(run_dir: str | Path) -> tuple[Path, dict]:
             f"{request['method']} ... --out {path} --resume` (the same settings as before), "
             "then use it"
         )
-    return path, request
+    return path, request, parsed
 
 
-def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearRun:
+def _load_linear(path: Path, request: dict, parsed: ForecastRequest, *,
+                 data_dir: Path | None) -> LinearRun:
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
     _same_run(path, request, result)
     model_file = path / LINEAR_MODEL_FILE
@@ -281,11 +283,12 @@ def _load_linear(path: Path, request: dict, *, data_dir: Path | None) -> LinearR
     model = LinearForecaster(kernel=kernel, spec=spec,
                              name=str(model_entry.get("name", request["method"])),
                              details=dict(result.get("fit") or {}))
-    return LinearRun(run_dir=path, request=ForecastRequest.from_json(request),
+    return LinearRun(run_dir=path, request=parsed,
                      result=ForecastResult.from_json(result), model=model, data_dir=data_dir)
 
 
-def _load_backbone(path: Path, request: dict, *, data_dir: str | Path | None) -> LoadedRun:
+def _load_backbone(path: Path, request: dict, parsed: ForecastRequest, *,
+                   data_dir: str | Path | None) -> LoadedRun:
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
     _same_run(path, request, result)
     config = _model_config(request["model"], where=path / CONFIG_FILE)
@@ -310,7 +313,7 @@ def _load_backbone(path: Path, request: dict, *, data_dir: str | Path | None) ->
             f"({str(exc).splitlines()[0]}); the directory mixes two runs"
         ) from exc
     model.eval()
-    return LoadedRun(run_dir=path, request=ForecastRequest.from_json(request),
+    return LoadedRun(run_dir=path, request=parsed,
                      result=ForecastResult.from_json(result), config=config, model=model,
                      best_epoch=int(best.get("epoch", result["best_epoch"])),
                      data_dir=None if data_dir is None else Path(data_dir).expanduser())

@@ -16,6 +16,7 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from deel import torchlip
 from torch.func import vjp
 
+from qpriv.classification import dpsgd as dpsgd_module
 from qpriv.classification import run as classifier_run
 from qpriv.classification.bounds import (
     cross_entropy_lipschitz,
@@ -225,9 +226,93 @@ def test_a_private_run_calibrates_the_noise_to_the_bound_and_never_clips() -> No
     # what escapes the guarantee is named: the training split's statistics and how the
     # default X (training norms) and tau (validation share) were chosen
     assert classifier_run.TRAINING_STATISTICS_NOTE in r["privacy_notes"]
-    assert classifier_run.ANALYTIC_DEFAULTS_NOTE in r["privacy_notes"]
+    assert classifier_run.analytic_constants_note(
+        task="synthetic", input_bound=16.0, bias_bound=1.0, tau=1.0,
+        default_input_bound=True) in r["privacy_notes"]
+    assert any("X = 16 (the default, read off this task's training inputs" in note
+               for note in r["eps"]["notes"])
     assert r["gradient_bound"]["max_epoch_clip_fraction"] == 0.0
+    assert classifier_run.ANALYTIC_NOTE in r["eps"]["notes"]
+    assert r["gradient_bound"]["clipping_bias_bound"] == 0.0
     assert r["accuracy"] > 0.5
+
+
+def test_the_bound_is_reached_where_every_inequality_is_tight() -> None:
+    """Two units: x on an axis at the input bound's far side, W_1 = I with the bias along x,
+    W_2 a 45 degree rotation with the bias along the output, a wrong label with all the
+    probability on the other class: the norms add up and the loss gradient is sqrt(2) / tau,
+    so every per-example gradient bound is reached (to float32): a Delta set any lower than
+    the true supremum fails here, where the data-based checks above leave a factor 2."""
+    s = 1 / math.sqrt(2)
+    for tau, bound_x, bound_b in ((0.1, 20.0, 1.0), (0.5, 3.0, 1.5), (0.2, 16.0, 0.0)):
+        model = ProjectedLipschitzMLP(n_features=2, n_classes=2, hidden=(2,), tau=tau,
+                                      input_bound=bound_x, bias_bound=bound_b)
+        with torch.no_grad():
+            model.layers[0].weight.copy_(torch.eye(2))
+            model.layers[0].bias.copy_(torch.tensor([bound_b, 0.0]))
+            model.layers[1].weight.copy_(torch.tensor([[s, -s], [s, s]]))
+            model.layers[1].bias.copy_(torch.tensor([-bound_b * s, bound_b * s]))
+        model.project()  # already inside the constraint set: nothing moves
+        assert model.weight_norms() == pytest.approx([1.0, 1.0], abs=1e-6)
+        grads = per_example_gradients(model, torch.tensor([[3 * bound_x, 0.0]]),
+                                      torch.tensor([0]))
+        assert float(grads.norm()) == pytest.approx(model.gradient_bound(), rel=1e-6)
+        # and each layer's weight and bias block reaches its own bound
+        norms = _layer_norms(model, grads)
+        for k, layer in enumerate(model.layer_gradient_bounds()):
+            assert float(norms[2 * k]) == pytest.approx(layer.weight, rel=1e-6)
+            assert float(norms[2 * k + 1]) == pytest.approx(layer.bias, rel=1e-6)
+
+
+def test_every_gradient_is_taken_at_projected_weights(monkeypatch) -> None:
+    """The bound holds for the weights the gradient is taken at: every step's, not only the
+    last one's (a projection skipped on some steps leaves the final weights projected)."""
+    model = _model()
+    seen = []
+    original = dpsgd_module.per_sample_gradients
+
+    def checked(net, *args, **kwargs):
+        seen.append((max(net.weight_norms()),
+                     max(float(layer.bias.detach().norm()) for layer in net.layers)))
+        return original(net, *args, **kwargs)
+
+    monkeypatch.setattr(dpsgd_module, "per_sample_gradients", checked)
+    _train(model, steps=30)
+    assert len(seen) == 30
+    assert max(w for w, _ in seen) <= 1.0 + 1e-6
+    assert max(b for _, b in seen) <= BIAS_BOUND * (1 + 1e-6)
+    # the rate is large enough that an unprojected step leaves the ball
+    assert max(w for w, _ in seen[1:]) > 1.0 - 1e-4
+
+
+def test_a_run_whose_guard_clipped_says_so(monkeypatch) -> None:
+    # a bound set at a third of the true one: the guard clips, the sensitivity stays the
+    # (wrong) Delta, and the claim must not say that nothing was clipped
+    true_bound = ProjectedLipschitzMLP.gradient_bound
+    monkeypatch.setattr(ProjectedLipschitzMLP, "gradient_bound",
+                        lambda self: true_bound(self) / 3)
+    r = train_classifier(task="synthetic", model="lipschitz", clip="analytic", batch=128,
+                         epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1)
+    fraction = r["gradient_bound"]["max_epoch_clip_fraction"]
+    assert fraction > 0
+    assert classifier_run.ANALYTIC_NOTE not in r["eps"]["notes"]
+    assert classifier_run.ANALYTIC_NOTE not in r["privacy_notes"]
+    guard = classifier_run.ANALYTIC_GUARD_NOTE.format(fraction=fraction)
+    assert guard in r["eps"]["notes"] and guard in r["privacy_notes"]
+    assert "nothing clipped" not in r["noise_multiplier"]["meaning"]
+    assert "the guard clipped" in r["noise_multiplier"]["meaning"]
+    assert r["gradient_bound"]["clipping_bias_bound"] is None
+
+
+def test_the_constants_note_names_the_input_bound_used() -> None:
+    r = train_classifier(task="digits", model="lipschitz", clip="analytic", batch=256,
+                         epochs=1, seed=3, lr=0.01, eps=10.0, input_bound=5.0, threads=1)
+    note = next(n for n in r["eps"]["notes"] if n.startswith("clipless DP-SGD's public"))
+    assert "X = 5 (given by the user)" in note and "read off" not in note
+    assert r["gradient_bound"]["input_bound"] == 5.0
+    default = classifier_run.analytic_constants_note(
+        task="digits", input_bound=16.0, bias_bound=1.0, tau=2.0, default_input_bound=True)
+    assert "the synthetic task's training inputs, not this task's" in default
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [

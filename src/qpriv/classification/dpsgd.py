@@ -15,9 +15,10 @@ Learning with Differential Privacy", Algorithm 1):
 
 Clipless DP-SGD (``clip="analytic"`` at the front door) is the same update with C set to the
 model's analytic bound Delta on every per-example gradient norm: the noise is sigma Delta, and
-the clipping in step 3 never acts (the diagnostics measure p_clip = 0); it stays as a guard,
-so that the sum's sensitivity is Delta even if floating-point rounding were to nudge a norm
-past the bound.
+the clipping in step 3 is not meant to act (the figures' runs measure p_clip = 0 at every
+step); it stays as a guard, so that the sum's sensitivity is Delta even where float32 rounding
+nudges a norm past the bound (by up to about 2e-7 relative in a construction where every
+inequality of the bound is tight), and a run whose guard acted says so in its claim.
 
 The noise multiplier sigma comes from Opacus's RDP accountant for the real sample rate
 q = |B| / N, number of steps and delta

@@ -76,18 +76,32 @@ ANALYTIC_DEFAULTS = {"input_bound": 16.0, "bias_bound": 1.0}
 """``clip="analytic"``: the input norm X and the bias bound B of :class:`ProjectedLipschitzMLP`.
 X = 16 was read off the synthetic task's training inputs (norms 5-26, about 90 % below 16), so
 this default is a choice made on the training data outside the guarantee, and a run's claim says
-so (:data:`ANALYTIC_DEFAULTS_NOTE`); inputs above X are clipped to it."""
+so (:func:`analytic_constants_note`); inputs above X are clipped to it."""
 ANALYTIC_TAU = 2.0
 """The logit temperature of ``clip="analytic"``, chosen together with the SGD base rate
 :data:`qpriv.experiments.qml.CLIPLESS_LR` on the validation share of the training split
 (``scripts/choose_clipless.py``: tau 0.5 / 1 / 2 x lr 0.003 ... 0.1, 15 epochs, |B| 64, seed
 2024, no noise and eps 1 and 10): the best mean validation accuracy, 0.861, is tau 2 at lr 0.01
 (tau 0.5: 0.854 at lr 0.003; tau 1: 0.848 at lr 0.003)."""
-ANALYTIC_DEFAULTS_NOTE = (
-    "clipless DP-SGD's public constants (X, B, tau) are not accounted; the default input bound "
-    "X = 16 was read off the synthetic task's training inputs (about the 90th percentile of "
-    "their norms), and tau and the rate were chosen on the validation share of the training "
-    "split")
+
+
+def analytic_constants_note(*, task: str, input_bound: float, bias_bound: float, tau: float,
+                            default_input_bound: bool) -> str:
+    """The claim's note on clipless DP-SGD's public constants X, B and tau: their values, and
+    which were chosen on training data outside the guarantee (the default X on the synthetic
+    task's training inputs; the default tau and the figures' rate on its validation share)."""
+    if not default_input_bound:
+        origin = "given by the user"
+    elif task == "synthetic":
+        origin = ("the default, read off this task's training inputs: about the 90th "
+                  "percentile of their norms")
+    else:
+        origin = "the default, read off the synthetic task's training inputs, not this task's"
+    return (f"clipless DP-SGD's public constants are not accounted: the input bound "
+            f"X = {input_bound:g} ({origin}), the bias bound B = {bias_bound:g} and the "
+            f"temperature tau = {tau:g}; the default tau ({ANALYTIC_TAU:g}) and the figures' "
+            "rate were chosen on the validation share of the synthetic task's training split")
+
 DEFAULT_TAU = 0.5
 """The logit temperature of the quantum models."""
 DEFAULT_LR = 0.01
@@ -243,8 +257,11 @@ def train_classifier(
         config = DPSGDConfig(batch_size=min(batch, n_train), epochs=epochs, lr=lr,
                              clip=clip_value, optimizer=optimizer, preclip_noise=preclip_noise,
                              sampling="poisson" if eps is not None else "shuffle")
+        constants = None if clip != "analytic" else analytic_constants_note(
+            task=task, input_bound=request["input_bound"], bias_bound=request["bias_bound"],
+            tau=request["tau"], default_input_bound=input_bound is None)
         privacy = _privacy(config, n_train=n_train, eps=eps, delta=delta,
-                           analytic=clip == "analytic", secret=secret)
+                           analytic=constants, secret=secret)
         config = replace(config, noise_multiplier=privacy["sigma"])
         # only once every setting, the accountant's included, is accepted
         finished = open_run(out, written_request, resume=resume, ignore=_UNCHECKED)
@@ -305,6 +322,7 @@ def train_classifier(
                         "threads": used_threads},
     }
     _spent_steps(result, history=history, config=config, n_train=n_train, delta=delta)
+    _name_the_guard(result)
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
     return result
@@ -578,9 +596,10 @@ def _spent_steps(result: dict, *, history: list[dict], config: DPSGDConfig, n_tr
 
 
 def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: float,
-             analytic: bool = False, secret: bool = False) -> dict:
+             analytic: str | None = None, secret: bool = False) -> dict:
     """sigma and the labelled privacy numbers of the run (``analytic``: clipless DP-SGD, C is
-    the analytic bound Delta; ``secret``: the run's seed is secret, else recorded)."""
+    the analytic bound Delta, and this is the note on its constants,
+    :func:`analytic_constants_note`; ``secret``: the run's seed is secret, else recorded)."""
     if eps is None:
         mode = "clipping only" if config.clip is not None else "unclipped"
         return {"sigma": 0.0, "privacy": f"none ({mode}: no noise, no privacy guarantee)",
@@ -600,7 +619,7 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
         randomness_note(secret=secret),
     ]
     if analytic:
-        notes += [ANALYTIC_NOTE, ANALYTIC_DEFAULTS_NOTE]
+        notes += [ANALYTIC_NOTE, analytic]
     claim = PrivacyClaim(
         value=spent, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
         unit=Unit.EXAMPLE, covers=COVERS_WEIGHTS, notes=tuple(notes),
@@ -615,8 +634,8 @@ def _privacy(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: flo
         "noise_multiplier": {"value": sigma, "kind": "DP-SGD noise multiplier",
                              "accounting": "rigorous", "accountant": ACCOUNTANT,
                              "meaning": ("Gaussian noise std sigma * Delta on the sum of the "
-                                         "per-example gradients, Delta their analytic bound "
-                                         "(nothing clipped)" if analytic else
+                                         f"per-example gradients, Delta their analytic bound "
+                                         f"{ANALYTIC_NOTHING_CLIPPED}" if analytic else
                                          "Gaussian noise std sigma * C on the sum of clipped "
                                          "per-example gradients")},
         "privacy_notes": notes,
@@ -627,7 +646,33 @@ ANALYTIC_NOTE = (
     "clipless DP-SGD: the sensitivity of each step's gradient sum is the analytic bound Delta "
     "on every per-example gradient (inputs clipped to a public norm, weights and biases "
     "projected after every step); the noise is sigma * Delta, and clipping at Delta stays as a "
-    "guard that never acts (p_clip = 0)")
+    "guard, which clipped no example in this run (p_clip = 0 at every step)")
+ANALYTIC_NOTHING_CLIPPED = "(nothing clipped)"
+ANALYTIC_GUARD_NOTE = (
+    "clipless DP-SGD: the sensitivity of each step's gradient sum is Delta, the noise sigma * "
+    "Delta; the guard clipped at Delta in this run (up to {fraction:.3g} of an epoch's "
+    "examples): a per-example gradient passed the analytic bound (float32 rounding at the "
+    "bound's edge, or a bound that failed), so the sensitivity still holds but the run is not "
+    "free of clipping bias")
+
+
+def _name_the_guard(result: dict) -> None:
+    """A clipless run whose guard clipped says so: the notes written before training (that no
+    example was clipped) give way to :data:`ANALYTIC_GUARD_NOTE`, and the clipping-bias bound
+    0 to None (``gradient_bound.max_epoch_clip_fraction`` counts every step's clipping)."""
+    bound = result.get("gradient_bound")
+    if not isinstance(bound, dict) or not bound.get("max_epoch_clip_fraction"):
+        return
+    bound["clipping_bias_bound"] = None
+    note = ANALYTIC_GUARD_NOTE.format(fraction=bound["max_epoch_clip_fraction"])
+    if result.get("eps"):
+        result["eps"]["notes"] = [note if n == ANALYTIC_NOTE else n
+                                  for n in result["eps"]["notes"]]
+        result["privacy_notes"] = [note if n == ANALYTIC_NOTE else n
+                                   for n in result["privacy_notes"]]
+        meaning = result["noise_multiplier"]["meaning"]
+        result["noise_multiplier"]["meaning"] = meaning.replace(
+            ANALYTIC_NOTHING_CLIPPED, "(the guard clipped at Delta: see the notes)")
 
 
 def _generators(seed: int) -> dict:

@@ -11,6 +11,7 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearSpec,
+    _training_series,
     evaluate,
     fit_dp_linear,
     fit_ridge,
@@ -273,3 +274,28 @@ def test_the_record_claim_says_any_replacement_and_names_the_constant_channel_re
     assert "replaced by any other value" in record and "[-2, 2]" in record
     assert "at most 4" in record
     assert any("constant on the training split is refused" in note for note in claim.notes)
+
+
+def test_the_private_fits_read_the_files_values_so_a_record_moves_only_itself(tmp_path):
+    """Neighbouring files (one value replaced) give training rows that differ in that value
+    alone: rows mapped back from the loader's float32 z-scores would differ almost everywhere
+    (the scaler, fitted on every value, sets their rounding), and a private quantile's count
+    at the grid point 0 would move by every exact zero of the channel."""
+    values = series(3, rows=400)
+    values[::5, 1] = 0.0  # exact zeros, as ETTh1's HUFL has, on a grid point
+    other = values.copy()
+    other[15, 1] = 1e4  # one of the zeros
+    write_csv(tmp_path / "a.csv", values)
+    write_csv(tmp_path / "b.csv", other)
+    a = load_forecasting_data(csv=tmp_path / "a.csv", seq_len=L, horizon=H)
+    b = load_forecasting_data(csv=tmp_path / "b.csv", seq_len=L, horizon=H)
+    raw_a, raw_b = _training_series(a), _training_series(b)
+    assert np.array_equal(raw_a, values[:len(raw_a)])  # bit for bit: the file's own values
+    changed = np.argwhere(raw_a != raw_b)
+    assert changed.tolist() == [[15, 1]]
+    # the count the exponential mechanism scores at 0 moves by 1 (the replaced zero)
+    assert (raw_a[:, 1] < 0.0).sum() == (raw_b[:, 1] < 0.0).sum()
+    assert (raw_a[:, 1] == 0.0).sum() - (raw_b[:, 1] == 0.0).sum() == 1
+    # what the old path read: the rows mapped back from the z-scores
+    mapped = b.scaler.inverse_transform(b.train.series.double().numpy())
+    assert (mapped[:, 1][values[:len(mapped), 1] == 0.0] != 0.0).any()

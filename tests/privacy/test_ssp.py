@@ -160,3 +160,62 @@ def test_private_quantile_is_close_at_a_large_budget():
     got = private_quantile(values, q=0.5, eps=50.0, grid=log_grid(),
                            rng=np.random.default_rng(4))
     assert got == pytest.approx(np.median(values), rel=0.03)
+
+
+class _Recorder:
+    """A stand-in generator: keeps the probabilities the mechanism samples from."""
+
+    def __init__(self) -> None:
+        self.p: np.ndarray | None = None
+
+    def choice(self, grid, p):
+        self.p = np.asarray(p, dtype=np.float64)
+        return grid[0]
+
+
+def _probabilities(values, *, q, eps, grid, weights=None, unit_weight=1.0) -> np.ndarray:
+    rng = _Recorder()
+    private_quantile(np.asarray(values, dtype=np.float64), q=q, eps=eps, grid=grid, rng=rng,
+                     weights=weights, unit_weight=unit_weight)
+    return rng.p
+
+
+@pytest.mark.parametrize("q", [0.1, 0.5, 0.9])
+def test_private_quantile_output_probabilities_obey_eps_for_every_replacement(q):
+    """The exact output distribution of neighbouring data sets (one value replaced by a grid
+    point, a value between points, one outside the grid or an infinity) differs by at most a
+    factor e^eps at every grid point; the worst pair comes near it."""
+    eps = 0.7
+    grid = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 3.0])
+    base = np.array([0.0, 0.0, 0.0, 1.0, 1.0, -1.0, 0.25, 2.0, 3.0, 0.5])  # ties on points
+    candidates = [*grid, -5.0, 7.0, 0.7, np.inf, -np.inf, -0.0]
+    worst = 0.0
+    p0 = _probabilities(base, q=q, eps=eps, grid=grid)
+    for i in range(len(base)):
+        for new in candidates:
+            other = base.copy()
+            other[i] = new
+            p1 = _probabilities(other, q=q, eps=eps, grid=grid)
+            worst = max(worst, float(np.abs(np.log(p0) - np.log(p1)).max()))
+    assert worst <= eps * (1 + 1e-12)
+    assert worst > 0.4 * eps
+
+
+def test_private_quantile_weighted_unit_obeys_eps_when_a_unit_is_added():
+    """A unit of total weight m added (the window unit's counting): every output probability
+    moves by at most e^eps with Delta_u = m."""
+    eps, m = 1.0, 3.0
+    grid = np.array([-1.0, 0.0, 1.0, 2.0])
+    values = np.array([-0.5, 0.2, 0.2, 1.5, 2.5])
+    weights = np.array([1.0, 2.0, 1.0, 3.0, 1.0])
+    p0 = _probabilities(values, q=0.5, eps=eps, grid=grid, weights=weights, unit_weight=m)
+    worst = 0.0
+    for added in ([0.1, 0.1, 0.1], [-3.0, 1.2, 9.0], [2.0, 2.0, 2.0]):
+        p1 = _probabilities(np.concatenate([values, added]), q=0.5, eps=eps, grid=grid,
+                            weights=np.concatenate([weights, np.ones(3) * m / 3]),
+                            unit_weight=m)
+        worst = max(worst, float(np.abs(np.log(p0) - np.log(p1)).max()))
+    assert 0.2 * eps < worst <= eps * (1 + 1e-12)
+    with pytest.raises(InvalidInputError, match="finite and >= 0"):
+        private_quantile(values, q=0.5, eps=eps, grid=grid, rng=_Recorder(),
+                         weights=-weights, unit_weight=m)

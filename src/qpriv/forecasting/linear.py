@@ -338,37 +338,24 @@ def sufficient_statistics(series: np.ndarray, *, features: np.ndarray, public: n
 
 
 def _training_series(data: ForecastData) -> np.ndarray:
-    """The training rows in the file's units (the loader stores them z-scored)."""
-    z = data.train.series.double().numpy()
-    return data.scaler.inverse_transform(z)
+    """The training rows in the file's units, exactly as read: not mapped back from the
+    loader's float32 z-scores, whose rounding depends on the loader's scaler and so on every
+    training value (one replaced value would move the others, and a private quantile's count
+    at a grid point by more than 1)."""
+    return data.train_raw
 
 
-def private_scaler(raw: np.ndarray, *, eps: float, unit: Unit, seq_len: int, horizon: int,
-                   rng: np.random.Generator) -> ZScoreScaler:
+def private_scaler(raw: np.ndarray, *, eps: float, rng: np.random.Generator) -> ZScoreScaler:
     """Per-channel (median, 10-90 % spread) by private quantiles on a log-spaced grid
-    (:func:`qpriv.privacy.quantiles.private_location_scale`), eps-DP in total at ``unit``.
-
-    Record unit: a record is one value of one channel, so the channels' estimates compose in
-    parallel and each channel gets all of eps; its rank sensitivity is 1. Window unit: the
-    values are counted once per training window that holds them (a window adds L + H values
-    to each channel's multiset), so Delta_u = L + H, and a window touches every channel: each
-    channel gets eps / C.
-    """
+    (:func:`qpriv.privacy.quantiles.private_location_scale`), eps-DP in total at the record
+    unit (in exact arithmetic): a record is one value of one channel, so the channels'
+    estimates compose in parallel and each channel gets all of eps; its rank sensitivity is 1.
+    ``raw`` is the training rows as read from the file (:attr:`ForecastData.train_raw`). The
+    window unit needs no scaler (:func:`fit_dp_linear` normalises each row by itself)."""
     raw = np.asarray(raw, dtype=np.float64)
-    n_rows, n_channels = raw.shape
     grid = log_grid()
-    if unit == Unit.RECORD:
-        weights, unit_weight, per_channel = None, 1.0, eps
-    else:
-        width = seq_len + horizon
-        n_windows = n_rows - width + 1
-        rows = np.arange(n_rows)
-        weights = (np.minimum(rows, n_windows - 1) - np.maximum(rows - width + 1, 0) + 1)
-        weights = np.maximum(weights, 0).astype(np.float64)
-        unit_weight, per_channel = float(width), eps / n_channels
-    pairs = [private_location_scale(raw[:, c], eps=per_channel, rng=rng, grid=grid,
-                                    weights=weights, unit_weight=unit_weight)
-             for c in range(n_channels)]
+    pairs = [private_location_scale(raw[:, c], eps=eps, rng=rng, grid=grid)
+             for c in range(raw.shape[1])]
     mean = np.array([p[0] for p in pairs])
     std = np.array([p[1] for p in pairs])
     mean.setflags(write=False)
@@ -568,8 +555,7 @@ def _record_scaler(scaler: Scaler, *, data: ForecastData, raw: np.ndarray, eps: 
                                  hint="the share of eps spent on the private scaler lies in "
                                       "(0, 1)")
         eps_scaler = share * eps
-        used = private_scaler(raw, eps=eps_scaler, unit=Unit.RECORD, seq_len=data.seq_len,
-                              horizon=data.horizon, rng=rng)
+        used = private_scaler(raw, eps=eps_scaler, rng=rng)
         return used, eps_scaler, (
             f"the scaler (per-channel median and 10-90 % spread) is private: exponential-"
             f"mechanism quantiles on a data-independent log grid at eps = {eps_scaler:.4g}, "

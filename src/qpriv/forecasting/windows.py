@@ -309,7 +309,10 @@ class ForecastData:
     """Train, validation and test windows of one scaled series, and what made them.
 
     The three datasets are views of one float32 tensor of the scaled rows; ``scaler`` maps
-    back to the file's units. ``split`` holds the row ranges in the file (val and test
+    back to the file's units. ``train_raw`` holds the training rows exactly as read from the
+    file (float64, read-only): a private mechanism that works in the file's units reads these,
+    since rows mapped back from the float32 z-scores depend, through rounding, on the scaler
+    and so on every training value. ``split`` holds the row ranges in the file (val and test
     include their L look-back rows); ``convention`` is ``"ett-hourly"`` or ``"custom"``.
     ``dates`` are the timestamps of every row of the file (None where the data was not read
     from a file).
@@ -326,6 +329,7 @@ class ForecastData:
     horizon: int
     convention: SplitConvention
     split: SplitRows
+    train_raw: np.ndarray
     dates: pd.DatetimeIndex | None = None
 
     @property
@@ -409,6 +413,8 @@ def load_forecasting_data(
     )
     used = rows.test[1]
     series = torch.from_numpy(scaler.transform(values[:used]).astype(np.float32))
+    train_raw = values[train_start:train_end].copy()
+    train_raw.setflags(write=False)
 
     def windows(split: tuple[int, int], max_windows: int | None) -> WindowDataset:
         start, stop = split
@@ -432,5 +438,6 @@ def load_forecasting_data(
         horizon=horizon,
         convention=convention,
         split=rows,
+        train_raw=train_raw,
         dates=pd.DatetimeIndex(frame.index),
     )

@@ -12,6 +12,13 @@ changes u by at most Delta_u at every grid point:
 * a unit that adds or removes values of total weight at most m (e.g. one window of L + H rows
   of a channel, counted once per window that contains each row): c(g) changes by a in [0, m]
   and q n by q m, so |du| <= max(q, 1 - q) m <= m; Delta_u = m.
+
+The grid points have equal base weight (independent of the data), and the count is of values
+strictly below each point, so ties, values outside the grid and infinities change it by at
+most the unit's weight too. The guarantee is that of the exact mechanism: the probabilities
+are computed and sampled in double precision (grid points whose score lies more than about
+700 / eps below the best get probability 0, and ``Generator.choice`` resolves about 2^-53),
+as in the DP libraries this project builds on; no floating-point-safe sampler is used.
 """
 
 from __future__ import annotations
@@ -55,6 +62,9 @@ def private_quantile(values: np.ndarray, *, q: float, eps: float, grid: np.ndarr
     g = np.asarray(grid, dtype=np.float64)
     if w.shape != x.shape or g.ndim != 1 or len(g) < 2 or np.any(np.diff(g) <= 0):
         raise InvalidInputError("weights must match values, and grid be increasing (>= 2 points)")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InvalidInputError("weights must be finite and >= 0 (a count of how often each "
+                                "value is used)")
     order = np.argsort(x)
     cum = np.concatenate([[0.0], np.cumsum(w[order])])
     counts = cum[np.searchsorted(x[order], g, side="left")]

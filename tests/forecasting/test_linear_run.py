@@ -16,7 +16,7 @@ from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
 from qpriv.forecasting.linear import evaluate
-from qpriv.forecasting.linear_run import PUBLIC_NOTE
+from qpriv.forecasting.linear_run import EVALUATION_NOTE, PUBLIC_NOTE
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.randomness import SEEDED_NOTE
@@ -43,6 +43,8 @@ def test_dp_linear_json_states_each_claim_with_its_unit(capsys):
         1.0, 1e-6, "global (eps, delta)-DP", "rigorous", "record")
     assert "weights" in claim.covers
     assert any("scaler" in note and "private" in note for note in claim.notes)
+    # the evaluation's errors reveal the clear scaler's std: the claim names it
+    assert EVALUATION_NOTE in claim.notes and EVALUATION_NOTE in result["privacy_notes"]
     assert result["eps"] == entry
     # the closed form reads every training window, whatever --max-train-windows keeps for the
     # trainers: ETTh1's 8640 training rows hold 8640 - 336 - 24 + 1 of them
@@ -153,4 +155,4 @@ def test_dpsgd_linear_trains_on_the_one_trainer_and_claims_the_window_unit():
     assert result["fit"]["history"][0]["train_loss"] > 0
     assert any("history" in note and "not covered" in note for note in claim.notes)
     assert any("DP-SGD runs on ETTh1's training split" in note for note in claim.notes)
-    assert {DIVERGENCE_NOTE, SEEDED_NOTE} <= set(claim.notes)
+    assert {DIVERGENCE_NOTE, SEEDED_NOTE, EVALUATION_NOTE} <= set(claim.notes)

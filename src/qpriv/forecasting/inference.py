@@ -57,7 +57,9 @@ __all__ = [
 DEFAULT_NOISY_PASSES = 10
 """Passes of a method that draws noise at inference, where its run evaluated with one."""
 LINEAR_SCALER_NOTE = ("no scaler is stored: the linear forecaster is equivariant to per-channel "
-                      "affine maps and forecasts in the data's own units")
+                      "affine maps and forecasts in the data's own units (the run's errors, "
+                      "z-scored and per channel in those units, reveal the training split's "
+                      "std: the claim names it)")
 BACKBONE_SCALER_NOTE = ("the z-score the model was trained and tested in: the training split's "
                         "per-channel mean and std (population), released in the clear with the "
                         "model and not accounted")

@@ -211,17 +211,22 @@ def table(results: Path) -> str:
 
 
 def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None]) -> str:
-    """Whether dp-linear at ``unit`` beats the public floor at each eps: below it by more than
-    twice the noise seeds' sd, level with it, or above it."""
+    """Whether dp-linear at ``unit`` beats the public floor at each eps: its mean below the
+    floor by more than twice the sample sd of one run over the noise seeds (so that a single
+    run, one noise draw, lands below it too), level with it, or above it; a cell of one seed
+    has no spread and gets no verdict."""
     words = []
     for eps, cell in zip(EPS, cells, strict=True):
         if cell is None:
             words.append(f"eps {eps:g}: {PENDING}")
             continue
-        mean, sd = float(cell["mse_mean"]), _float(cell["mse_sd"]) or 0.0
+        mean, sd = float(cell["mse_mean"]), _float(cell["mse_sd"])
         gap = mean - floor
-        reading = ("beats it" if gap < -2 * sd else "above it" if gap > 2 * sd
-                   else "level with it (within 2 sd)")
+        if sd is None or int(float(cell.get("n_seeds") or 0)) < 2:
+            reading = "one seed, no spread: no verdict"
+        else:
+            reading = ("beats it" if gap < -2 * sd else "above it" if gap > 2 * sd
+                       else "level with it (within 2 sd of one run)")
         words.append(f"eps {eps:g}: {reading}, {gap:+.4f}")
     return f"- {setting}, {unit} unit, against the floor {floor:.4f}: " + "; ".join(words) + "."
 

@@ -8,6 +8,7 @@ import json
 import os
 import statistics
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -21,11 +22,19 @@ from qpriv.experiments.frontier import (
     FLOOR,
     NON_PRIVATE,
     OTHER_UNIT,
+    SCALER_CLEAR,
+    SCALER_DECLARED,
+    SCALER_NO_DATA,
+    SCALER_NOT_PRIVATE,
+    SCALER_PER_WINDOW,
+    SCALER_PRIVATE,
     frontier_cell,
     linear_settings,
     plan,
+    reading,
     role_of,
     run_frontier,
+    scaler_of,
 )
 from qpriv.experiments.grid import FULL, QUICK, TINY
 
@@ -120,6 +129,30 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     linear = frame.loc["dp-linear"].iloc[0]
     assert linear["covers_unit"] and linear["covers_weights"] and linear["delta"] == 1e-6
     assert linear["claim_unit"] == "record"
+    # what each row does with the z-score scaler (SPEC section 10)
+    assert linear["scaler"] == SCALER_PRIVATE
+    assert dpsgd["scaler"] == ldpt["scaler"] == SCALER_CLEAR
+    assert frame.loc["public", "scaler"] == SCALER_NO_DATA
+    assert frame.loc["classical", "scaler"] == SCALER_NOT_PRIVATE
+    table = (out / "ETTh1-H24-record" / "tiny" / "frontier.md").read_text()
+    assert SCALER_PRIVATE in table and "not itself private" in table
+
+
+def test_a_guarantee_given_a_clear_scaler_says_so():
+    fit = SimpleNamespace
+    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "none"}})]) == SCALER_PER_WINDOW
+    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "data"}})]) == SCALER_DECLARED
+    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "private"}})]) == SCALER_PRIVATE
+    assert scaler_of(COVERS, [fit(raw={"epochs": 10})]) == SCALER_CLEAR  # a trained method
+    assert scaler_of(FLOOR, []) == SCALER_NO_DATA
+    # DP-SGD at the window unit: its guarantee covers the unit and the weights given the
+    # loader's scaler, which it does not cover
+    words = reading(COVERS, method_name="dpsgd", unit="window", claim_unit="window",
+                    scaler=SCALER_CLEAR)
+    assert words == ("covers the window unit and the weights, given the loader's scaler (in "
+                     "the clear)")
+    assert reading(COVERS, method_name="dp-linear", unit="window", claim_unit="window",
+                   scaler=SCALER_PER_WINDOW) == "covers the window unit and the weights"
 
 
 @needs_ett

@@ -59,3 +59,16 @@ def test_a_full_frontier_replaces_the_linear_one_and_gives_the_backbone_rows(loa
 
     assert "0.5422 / queued" in row("ldpt")  # eps 0.1 from the frontier; 1 not in it
     assert "0.3253" in row("classical")
+
+
+def test_the_floor_verdict_needs_a_spread_and_reads_two_sd(load_script):
+    verdict = load_script("frontier_table").verdict
+    cells = [{"mse_mean": "0.3397", "mse_sd": "0.0023", "n_seeds": "20"},
+             {"mse_mean": "0.3300", "mse_sd": "0.0010", "n_seeds": "5"}]
+    line = verdict("ETTh1, 24", "record", 0.3423, cells)
+    # -0.0026 is within two sd of one run (0.0046): level, though the mean is below
+    assert "eps 0.1: level with it (within 2 sd of one run), -0.0026" in line
+    assert "eps 1: beats it, -0.0123" in line
+    one = verdict("ETTh1, 24", "record", 0.3423,
+                  [{"mse_mean": "0.30", "mse_sd": "", "n_seeds": "1"}, None])
+    assert "eps 0.1: one seed, no spread: no verdict" in one and "eps 1: queued" in one

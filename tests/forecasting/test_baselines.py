@@ -14,6 +14,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
 from qpriv.privacy.randomness import randomness_note
@@ -191,6 +192,7 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
             assert randomness_note(secret=secret) in notes, name
             if setup.privacy == "global (eps, delta)-DP":  # DP-SGD: its stop reads the data
                 assert DIVERGENCE_NOTE in notes, name
+                assert WINDOW_COUNT_NOTE in notes, name  # add/remove a window moves the count
     assert set(claimed) == {"local eps-QDP per pass", "local (eps, delta)-DP per pass",
                             "global (eps, delta)-DP"}
 

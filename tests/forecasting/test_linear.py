@@ -20,7 +20,7 @@ from qpriv.forecasting.linear import (
     record_maps,
     sufficient_statistics,
 )
-from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, load_forecasting_data
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.ssp import (
     record_sensitivities,
@@ -142,10 +142,14 @@ def test_dp_linear_states_its_claim_and_is_seeded(synthetic, unit):
 
 
 def test_window_unit_needs_no_scaler(synthetic):
-    private, _ = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, spec=SPEC)
+    private, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, spec=SPEC)
     declared, _ = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, spec=SPEC,
                                 scaler="data")
     np.testing.assert_allclose(private.kernel, declared.kernel)
+    # add or remove one window changes the count, which is reported: the claim says so
+    assert WINDOW_COUNT_NOTE in claim.notes
+    _, (record,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    assert WINDOW_COUNT_NOTE not in record.notes  # a replaced record leaves the count alone
 
 
 def test_record_unit_spends_a_share_on_the_private_scaler(synthetic):

@@ -18,6 +18,7 @@ from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
 from qpriv.forecasting.linear import evaluate
 from qpriv.forecasting.linear_run import EVALUATION_NOTE, PUBLIC_NOTE
 from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.randomness import SEEDED_NOTE
 from qpriv.training.trainer import DIVERGENCE_NOTE
@@ -155,4 +156,4 @@ def test_dpsgd_linear_trains_on_the_one_trainer_and_claims_the_window_unit():
     assert result["fit"]["history"][0]["train_loss"] > 0
     assert any("history" in note and "not covered" in note for note in claim.notes)
     assert any("DP-SGD runs on ETTh1's training split" in note for note in claim.notes)
-    assert {DIVERGENCE_NOTE, SEEDED_NOTE, EVALUATION_NOTE} <= set(claim.notes)
+    assert {DIVERGENCE_NOTE, SEEDED_NOTE, EVALUATION_NOTE, WINDOW_COUNT_NOTE} <= set(claim.notes)

@@ -42,7 +42,12 @@ import numpy as np
 import torch
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.forecasting.windows import ForecastData, WindowDataset, ZScoreScaler
+from qpriv.forecasting.windows import (
+    WINDOW_COUNT_NOTE,
+    ForecastData,
+    WindowDataset,
+    ZScoreScaler,
+)
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.quantiles import log_grid, private_location_scale
 from qpriv.privacy.randomness import randomness_note
@@ -511,6 +516,8 @@ def fit_dp_linear(
         CONSTANT_CHANNEL_NOTE,
         randomness_note(secret=seed is None),
     )
+    if the_unit == Unit.WINDOW:
+        notes += (WINDOW_COUNT_NOTE,)
     if the_unit == Unit.RECORD:
         notes += (f"record: one value of one channel at one time step of the training series, "
                   f"replaced by any other value (event-level DP): the mechanism itself clips "

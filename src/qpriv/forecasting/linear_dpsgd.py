@@ -33,7 +33,7 @@ from qpriv.forecasting.linear import (
     LinearSpec,
     linear_maps,
 )
-from qpriv.forecasting.windows import ForecastData
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.randomness import randomness_note, run_seed
@@ -117,6 +117,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         "is not itself private",
         HISTORY_NOTE,
         "no record-level guarantee: see qpriv.forecasting.linear_dpsgd",
+        WINDOW_COUNT_NOTE,
         DIVERGENCE_NOTE,
         randomness_note(secret=secret))
     claim = PrivacyClaim(value=claim.value, delta=claim.delta, kind=claim.kind,

@@ -47,7 +47,7 @@ from qpriv.forecasting.rigorous import (
     rigorous_summary,
     signed_neighbourhood,
 )
-from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, load_forecasting_data
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
     COVERS_FEATURES_OVER_TRAINING,
@@ -401,7 +401,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
             "over those windows, which at the paper's L + H (360 to 1056) gives no useful "
             "epsilon",
             "RevIN statistics are per window and inside the clipped gradient: covered",
-            HISTORY_NOTE, DIVERGENCE_NOTE, SCALER_NOTE, drawn]
+            WINDOW_COUNT_NOTE, HISTORY_NOTE, DIVERGENCE_NOTE, SCALER_NOTE, drawn]
         return {"privacy": setup.privacy, "eps_per_pass": None,
                 "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
                 "noise_multiplier": strategy["noise_multiplier"],

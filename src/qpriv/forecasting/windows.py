@@ -48,6 +48,7 @@ from qpriv.forecasting.datasets import (
 )
 
 __all__ = [
+    "WINDOW_COUNT_NOTE",
     "ForecastData",
     "SplitRows",
     "WindowDataset",
@@ -55,6 +56,12 @@ __all__ = [
     "load_forecasting_data",
     "split_rows",
 ]
+
+WINDOW_COUNT_NOTE = (
+    "the number of training windows (and of rows) is reported exactly and treated as public: "
+    "adding or removing a window changes it, so the window-unit guarantee is for data sets of "
+    "that size (a DP-SGD sample rate reveals it too)")
+"""Named in every window-unit claim of a forecaster (add or remove one window)."""
 
 # Informer / PatchTST borders of the hourly ETT files: 12, 16 and 20 months of 30 days x 24 h.
 _ETT_HOURLY_BORDERS = (12 * 30 * 24, 16 * 30 * 24, 20 * 30 * 24)  # 8640, 11520, 14400

@@ -32,10 +32,10 @@ FOLDER = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-(?P<unit>recor
 UNITS = {
     "public": "none needed: reads no training data",
     "ridge": "none (not private)",
-    ("dp-linear", "record"): "record (weights and every forecast)",
-    ("dp-linear", "window"): "window (weights and every forecast)",
+    ("dp-linear", "record"): "record (weights and every forecast; scaler private, inside)",
+    ("dp-linear", "window"): "window (weights and every forecast; no scaler needed)",
     "ldpt": "token, per pass (feature path: not the targets, not the weights)",
-    "dpsgd": "window (weights)",
+    "dpsgd": "window (weights, given the loader's scaler, released in the clear)",
     "classical": "none (not private)",
 }
 """What each row's eps is stated at (or why it has none)."""

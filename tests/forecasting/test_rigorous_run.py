@@ -7,7 +7,9 @@ import os
 
 import pytest
 
+from qpriv.forecasting.rigorous import EQ2_NEIGHBOURHOOD_NOTE
 from qpriv.forecasting.run import SCALER_NOTE, run_forecast
+from qpriv.privacy.accounting import WINDOW_SCOPE_NOTE, WORST_PAIR_NOTE
 from qpriv.privacy.claims import PrivacyClaim
 
 pytestmark = pytest.mark.skipif(
@@ -47,15 +49,23 @@ def test_rigorous_run_is_calibrated_to_its_record_budget(tmp_path):
     assert result["eps_per_pass"] is None
     total = result["eps_total"]
     claim = PrivacyClaim.from_json(total)
+    achieved = result["rigorous_calibration"]["achieved"]["eps"]["value"]
+    # the claim states the larger of the target and the calibration's own forward value
     assert (claim.value, claim.kind, claim.accounting, claim.unit, claim.delta) == (
-        3.0, "composed", "rigorous", "record", 1e-5)
-    assert claim.details == {"epochs": 1}
+        max(3.0, achieved), "composed", "rigorous", "record", 1e-5)
+    assert claim.details == {"epochs": 1, "target": 3.0}
     assert "not the trained weights" in claim.covers and SCALER_NOTE in claim.notes
+    # what it rests on: eq. 2 does not enforce d, and the worst pair is not certified
+    assert EQ2_NEIGHBOURHOOD_NOTE in claim.notes and WORST_PAIR_NOTE in claim.notes
+    for unit in ("token", "window", "record"):
+        entry = PrivacyClaim.from_json(result["rigorous"][f"eps_{unit}"])
+        assert EQ2_NEIGHBOURHOOD_NOTE in entry.notes and WORST_PAIR_NOTE in entry.notes
+    window = PrivacyClaim.from_json(result["rigorous"]["eps_window"])
+    assert WINDOW_SCOPE_NOTE in window.notes and "one window's tokens" in window.covers
     assert result["model"]["normalisation"] == "fixed"  # the side channel is closed
     assert "RevIN" not in result["rigorous"]["covers"]
     assert "forecast targets" in result["rigorous"]["covers"]
     assert "the trained weights are not covered" in result["privacy"]
-    achieved = result["rigorous_calibration"]["achieved"]["eps"]["value"]
     assert achieved <= 3.0 * (1 + 1e-6)
     assert result["rigorous"]["eps_record"]["value"] <= 3.0 * 1.02
     assert 0 < result["p"] < 1

@@ -64,7 +64,8 @@ def test_account_inverse(capsys):
     payload = _last_json(capsys)
     assert payload["eps_target"] == {"value": 1.0, "kind": "composed", "accounting": "rigorous",
                                      "delta": 1e-5, "unit": "token", "composed_over": "token",
-                                     "covers": COVERS_FEATURES_PER_PASS}
+                                     "covers": COVERS_FEATURES_PER_PASS,
+                                     "notes": list(accounting.rigorous_notes("token", d=0.1))}
     assert 0 < payload["p"] < 1
     assert payload["sigma"] == pytest.approx(payload["p"] / 4)
     assert 0.97 <= payload["achieved"]["eps"]["value"] <= 1.0

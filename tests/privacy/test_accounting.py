@@ -232,7 +232,9 @@ def test_report_sets_the_rigorous_numbers_beside_the_papers(terminal):
     token = report.row("token")
     assert token.labelled() == {"value": token.eps, "kind": "composed",
                                 "accounting": "rigorous", "delta": 1e-5, "unit": "token",
-                                "composed_over": "token", "covers": COVERS_FEATURES_PER_PASS}
+                                "composed_over": "token", "covers": COVERS_FEATURES_PER_PASS,
+                                "notes": list(acc.rigorous_notes("token", d=0.1))}
+    assert acc.WORST_PAIR_NOTE in token.labelled()["notes"]
     assert token.eps > 3 * report.paper["eps_per_pass"]["value"]
     assert any("RevIN" in a for a in report.assumptions)
     assert any("no credit" in a for a in report.assumptions)

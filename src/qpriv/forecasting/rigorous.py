@@ -26,9 +26,9 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
-from qpriv.privacy.accounting import account, rigorous_calibration
+from qpriv.privacy.accounting import account, rigorous_calibration, rigorous_notes
 from qpriv.privacy.calibration import DEFAULT_D
-from qpriv.privacy.claims import Kind
+from qpriv.privacy.claims import COVERS_FEATURES_WINDOW_PASS, Kind
 from qpriv.progress import say
 from qpriv.runs.cache import cached_json
 
@@ -109,6 +109,20 @@ def encoding_assumptions(config: ModelConfig, assumptions: Sequence[str], *,
     return (neighbourhood, *assumptions[1:])
 
 
+EQ2_NEIGHBOURHOOD_NOTE = (
+    "eq. 2's amplitude encoding does not enforce the trace distance d: one changed value can "
+    "move its token state up to the full distance 2 (a sign flip of a token's largest value; "
+    "Table 2 measures real changes above d), so d here is the paper's neighbourhood, not a "
+    "bound on what one changed record does (the signed encoding, ldpt-signed, proves its d)")
+
+
+def neighbourhood_notes(config: ModelConfig) -> tuple[str, ...]:
+    """The notes that say whether ``config``'s encoding enforces the accountant's d: none for
+    the signed encoding (its proved neighbourhood rides in each entry), else
+    :data:`EQ2_NEIGHBOURHOOD_NOTE`."""
+    return () if config.encoding == "signed" else (EQ2_NEIGHBOURHOOD_NOTE,)
+
+
 def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
                      progress: bool = False) -> dict:
     """The rigorous (eps, delta) of token, window and record at the run's settings, each
@@ -122,6 +136,14 @@ def rigorous_summary(config: ModelConfig, *, epochs: int, delta: float,
         summary["assumptions"] = list(encoding_assumptions(config, summary["assumptions"]))
         for unit in RIGOROUS_UNITS:
             summary[f"eps_{unit}"] = {**summary[f"eps_{unit}"], "neighbourhood": neighbourhood}
+    for unit in RIGOROUS_UNITS:
+        # what each claim rests on, set here so that a summary cached before says it too
+        entry = summary.get(f"eps_{unit}")
+        if isinstance(entry, dict):
+            notes = (*rigorous_notes(unit, d=config.neighbour_d), *neighbourhood_notes(config))
+            summary[f"eps_{unit}"] = {**entry, "notes": list(notes),
+                                      **({"covers": COVERS_FEATURES_WINDOW_PASS}
+                                         if unit == "window" else {})}
     return {**summary, "covers": covered(config)}
 
 

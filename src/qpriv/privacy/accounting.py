@@ -67,6 +67,7 @@ from qpriv.privacy.calibration import (
 from qpriv.privacy.claims import (
     COVERS_FEATURES_OVER_TRAINING,
     COVERS_FEATURES_PER_PASS,
+    COVERS_FEATURES_WINDOW_PASS,
     Accounting,
     Kind,
     PrivacyClaim,
@@ -100,6 +101,25 @@ UNIT_DESCRIPTIONS = {
     "record": "one time step of one channel, whole training (every window and token holding "
               "it, every epoch)",
 }
+
+WORST_PAIR_NOTE = (
+    "the worst neighbouring pair is found by numerical search (random restarts, L-BFGS and the "
+    "SIC-aligned pair) and composed for every measurement; it is not certified: a pair it does "
+    "not dominate would make the true eps larger (a certified bound, from the sandwiched Renyi "
+    "divergence, is about an order of magnitude looser)")
+WINDOW_SCOPE_NOTE = (
+    "window here is one changed time step composed over the tokens of one window that hold it, "
+    "on one pass: not the add-or-remove-a-window unit of DP-SGD")
+
+
+def rigorous_notes(unit: str, *, d: float) -> tuple[str, ...]:
+    """What every rigorous feature-path claim of ``unit`` rests on: the neighbouring trace
+    distance d, the numerically found worst pair, and (window) what the unit composes."""
+    notes = (f"neighbours: token states within full trace distance d = {d:.6g}; whether one "
+             "changed record stays within d depends on the encoding (see the claim's other "
+             "notes and the assumptions)", WORST_PAIR_NOTE)
+    return (*notes, WINDOW_SCOPE_NOTE) if unit == "window" else notes
+
 
 RDP_ORDERS = 1.0 + np.geomspace(1e-2, 1e4, 161)
 """Renyi orders of the RDP cross-check (dp-accounting's conversion needs orders above 1.01)."""
@@ -135,7 +155,10 @@ ASSUMPTIONS = (
     "the trained weights are not covered, only the released quantum features",
     "counting: a window holds a changed time step in up to ceil(D/s) tokens; over the L windows "
     "that contain an interior time step it sits at every relative position once, so it is in "
-    "n_tokens * D token states per epoch (fewer near the ends of the series)",
+    "n_tokens * D token states per epoch (fewer near the ends of the series). Validation "
+    "windows read the last L training rows again, but such a row lies in fewer training "
+    "windows: its training and validation windows number at most L - H + 1 together, so the "
+    "interior record's count bounds it too",
     "accountant: dp-accounting PLD of the exact single-shot outcome distributions, pessimistic "
     "connect-the-dots discretisation, staged FFT self-composition; delta is per unit, not per "
     "dataset, and eps is the privacy loss in natural-log units",
@@ -576,8 +599,10 @@ class RigorousEpsilon:
         return PrivacyClaim(
             value=self.eps, delta=self.delta, kind=self.kind, accounting=self.accounting,
             unit=CLAIM_UNITS[self.unit],
-            covers=(COVERS_FEATURES_PER_PASS if self.unit in ("token", "window")
+            covers=(COVERS_FEATURES_PER_PASS if self.unit == "token"
+                    else COVERS_FEATURES_WINDOW_PASS if self.unit == "window"
                     else COVERS_FEATURES_OVER_TRAINING),
+            notes=rigorous_notes(self.unit, d=self.d),
             details={"composed_over": self.unit, **details})
 
     def labelled(self) -> dict:

@@ -98,6 +98,8 @@ class Unit(_Word):
 COVERS_WEIGHTS = "the trained weights, and every forecast or prediction computed from them"
 COVERS_FEATURES_PER_PASS = ("the quantum features of one token on one pass (not the forecast "
                             "targets, not the trained weights)")
+COVERS_FEATURES_WINDOW_PASS = ("the quantum features of one window's tokens on one pass (not "
+                               "the forecast targets, not the trained weights)")
 COVERS_FEATURES_OVER_TRAINING = ("the quantum features released over all training passes (not "
                                  "the forecast targets, not the trained weights)")
 COVERS_INPUT_PER_PASS = ("the noised input of one pass (not the forecast targets, not the "

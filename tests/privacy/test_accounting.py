@@ -173,6 +173,21 @@ def test_pld_and_rdp_agree_within_the_known_slack():
     assert token.eps == pytest.approx(0.386, abs=0.002)  # N_s shots: far above eps_s = 0.1
 
 
+def test_the_record_units_three_stages_agree_with_rdp_over_the_whole_count():
+    """The record composes shots, token states and epochs in three PLD stages: against RDP's
+    conversion of the same total count (an independent upper bound) the PLD stays below and
+    within the known slack, and a second epoch costs what composing twice costs."""
+    small = {"n_shots": 32, "dim": 4, "stride": 2, "seq_len": 12}
+    results = {}
+    for epochs in (1, 2):
+        plan = acc.composition_plan("record", epochs=epochs, **small)
+        assert plan.count == 32 * 5 * 4 * epochs  # 5 tokens of 4 values over 12 steps
+        pairs = acc.search_worst_pairs(p=0.5, dim=4, count=plan.count, restarts=1)
+        results[epochs] = acc.evaluate_pairs(plan, pairs, p=0.5, delta=1e-5)
+        assert results[epochs].eps <= results[epochs].eps_rdp <= 1.2 * results[epochs].eps
+    assert 1.3 * results[1].eps < results[2].eps < 2 * results[1].eps
+
+
 def test_worst_case_found_is_never_exceeded_by_random_pairs():
     plan = acc.composition_plan("token")
     found = acc.rigorous_epsilon(p=PAPER_P, unit="token", restarts=1)

@@ -12,15 +12,15 @@ from qpriv.forecasting.run import SCALER_NOTE, run_forecast
 from qpriv.privacy.accounting import WINDOW_SCOPE_NOTE, WORST_PAIR_NOTE
 from qpriv.privacy.claims import PrivacyClaim
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
+pytestmark = [
+    pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
+                       reason="QPRIV_DATA_DIR (the ETT csv files) not set"),
+    pytest.mark.usefixtures("private_cache"),  # tests/conftest.py
+]
 TINY = {"seq_len": 48, "horizon": 4, "epochs": 1, "max_train_windows": 32,
         "max_eval_windows": 16, "progress": False, "threads": 1,
         "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
 
-
-pytestmark = pytest.mark.usefixtures("private_cache")  # tests/conftest.py
 
 
 def test_paper_run_carries_the_rigorous_accounting_beside(tmp_path):

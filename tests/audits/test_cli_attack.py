@@ -31,6 +31,9 @@ def test_attack_mia_table(capsys, ldpt_run_dir):
     assert "32 training vs 32 test windows" in out
     assert "local eps-QDP per pass, accounting=paper" in out
     assert "TPR at 0.001 FPR" in out and "below resolution" in out
+    # what the numbers are: one attack's success over two periods, not a guarantee
+    assert "protocol: members: the run's training windows" in out
+    assert "not a privacy guarantee" in out
 
 
 def test_audit_run_json_and_table(capsys, ldpt_run_dir):

@@ -9,6 +9,7 @@ import torch
 
 from qpriv.audits.sidechannel import (
     CLASSICAL_PATH,
+    OTHER,
     REVIN,
     Probe,
     default_probes,
@@ -106,6 +107,25 @@ def test_fixed_normalisation_at_gate_one_passes(windows):
     stats = report.accounting["normalisation_statistics"]
     assert stats["value"] is None and stats["kind"] == "global (eps, delta)-DP"
     assert "training split" in stats["note"]
+
+
+class _LeakAfterTheHead(LDPTForecaster):
+    """The clean model (fixed normalisation, gate 1) with the window's magnitude added to the
+    forecast after the head: a path outside the channel that neither the statistics nor the
+    head carry."""
+
+    def forward(self, x, *args, **kwargs):
+        return super().forward(x, *args, **kwargs) + 1e-2 * x.abs().mean(dim=1, keepdim=True)
+
+
+def test_a_leak_after_the_head_is_found_and_fails_the_audit(windows):
+    torch.manual_seed(0)
+    config = setup_method("ldpt", base=BASE, eps=0.1, overrides={"normalisation": "fixed"})
+    report = sidechannel_audit(_LeakAfterTheHead(config.config), windows, seed=SEED)
+    assert not report.passed
+    assert [leak.path for leak in report.leaks] == [OTHER]
+    assert probe(report, "scale x10").leaked and OTHER in probe(report, "scale x10").paths
+    assert report.accounting["eps_outside_channel_per_pass"]["value"] is None
 
 
 def test_the_classical_method_is_flagged(windows):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 
 import pytest
 
+from qpriv.audits import lower_bound as empirical
 from qpriv.cli import main
 from qpriv.forecasting import rigorous
 from qpriv.forecasting.config import ModelConfig
@@ -213,3 +215,19 @@ def test_the_proved_distance_given_again_is_accepted(capsys):
     assert main(["account", "--encoding", "signed", "--d", "0.1", "--p", "0.9", *SMALL,
                  "--lower-bound-trials", "0", "--json"]) == 0
     assert _last_json(capsys)["settings"]["d"] == pytest.approx(0.1, rel=1e-12)
+
+
+def test_a_lower_bound_above_the_rigorous_eps_is_called_a_bug_and_fails(capsys, monkeypatch):
+    """The empirical lower bound must sit below the accountant's upper bound: where it does
+    not, one of them is wrong, and the command says so and exits 1 instead of printing
+    '<= rigorous'."""
+    real = empirical.pair_lower_bound
+    monkeypatch.setattr(empirical, "pair_lower_bound",
+                        lambda *args, **kwargs: dataclasses.replace(real(*args, **kwargs),
+                                                                    eps_lower=1e3))
+    assert main(["account", "--p", "0.9", *SMALL, "--lower-bound-trials", "200"]) == 1
+    out = capsys.readouterr().out
+    assert "EXCEEDS the rigorous" in out and "<= rigorous" not in out
+    monkeypatch.undo()
+    assert main(["account", "--p", "0.9", *SMALL, "--lower-bound-trials", "200"]) == 0
+    assert "<= rigorous" in capsys.readouterr().out

@@ -20,7 +20,9 @@ Measurement choices, each stated in the result:
   negative when the model fits its training windows better.
 * Members are training windows and non-members test windows, as in the paper. On a time
   series the two come from different periods, so the attack also sees any shift between the
-  periods, not only memorisation: a gap is an upper bound on what membership alone reveals.
+  periods, not only memorisation, and what it measures is this attack's success: a stronger
+  attack may reveal more, so no number here is a privacy guarantee. On a user's CSV with a
+  short split, the first test windows' look-backs can hold the last training rows.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ TARGET_FPRS = (0.01, 0.001)
 DEFAULT_FOLDS = 5
 DEFAULT_SEED = 2024
 
+
+MEANING = ("these are one attack's measurements, not a privacy guarantee: a stronger attack may "
+           "reveal more, and a weak result does not bound what the model leaks")
 
 @dataclass(frozen=True)
 class TprAtFpr:
@@ -257,6 +262,7 @@ def mia_on_run(
         "n_requested": n,
         "protocol": ("members: the run's training windows; non-members: test windows (a later "
                      "period of the series, so period shift adds to what the attack sees)"),
+        "meaning": MEANING,
         "attack": attack.as_dict(),
         "notes": notes + list(attack.notes),
     }

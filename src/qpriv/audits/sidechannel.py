@@ -394,7 +394,8 @@ def sidechannel_audit(
 
     leaks = _collect_leaks(rows, config=cfg, scale=scale)
     valid = [r for r in rows if r.valid]
-    passed = bool(valid) and not leaks
+    # a probe that moved the forecast is a leak whether or not its path was traced
+    passed = bool(valid) and not leaks and not any(r.leaked for r in valid)
     notes = []
     if not valid:
         notes.append("no probe left every encoded state unchanged: the audit cannot pass")
@@ -449,6 +450,11 @@ def _run_probe(
     if _max_abs(via_head) / scale > tolerance:
         x_cl_moved = new.x_cl is not None and not torch.equal(new.x_cl, reference.x_cl)
         paths[CLASSICAL_PATH if x_cl_moved else OTHER] = _max_abs(via_head)
+    # what neither the statistics nor the head explain: a path after the head (say, a term of
+    # the window added to the forecast) that the two parts above cannot see
+    unexplained = _max_abs(total - (via_stats + via_head).transpose(1, 2))  # (B, H, C)
+    if unexplained / scale > tolerance:
+        paths[OTHER] = max(paths.get(OTHER, 0.0), unexplained)
     change = _max_abs(total)
     return ProbeResult(
         probe.name, probe.description, valid=True, state_change=state_change,

@@ -209,11 +209,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"empirical lower bound, {report.row('token').description}: eps >= "
               f"{lower.eps_lower:.4f} at delta {lower.delta:g} (eps >= {lower.eps_lower_pure:.4f}"
               f" at delta 0), {lower.confidence:.0%} Clopper-Pearson, {lower.trials:,} releases "
-              f"per state, {lower.seconds:.1f} s; <= rigorous {report.row('token').eps:.4f}; "
+              f"per state, {lower.seconds:.1f} s; "
+              + (f"<= rigorous {report.row('token').eps:.4f}; "
+                 if lower.eps_lower <= report.row("token").eps else
+                 f"EXCEEDS the rigorous {report.row('token').eps:.4f}: the accountant or the "
+                 "sampler is wrong (report it); ")
               + ("exceeds" if refuted else "does not exceed")
               + f" the paper's {paper['eps_per_pass']['value']:g} per pass")
     print("assumptions:")
     for item in report.assumptions:
         print(f"  - {item}")
     print(f"({report.seconds:.1f} s)")
-    return 0
+    # a lower bound above the upper bound means one of them is wrong: not a result to use
+    return 1 if lower is not None and lower.eps_lower > report.row("token").eps else 0

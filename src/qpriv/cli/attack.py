@@ -66,6 +66,8 @@ def run_mia(args: argparse.Namespace) -> int:
               f"at FPR {t['achieved_fpr']:.4g}" + ("" if t["resolved"] else ", below resolution")]
              for t in attack["tpr_at_fpr"]]
     print_table(["metric", "value", "note"], rows)
+    print(f"protocol: {report['protocol']}")
+    print(f"meaning: {report['meaning']}")
     for note in report["notes"]:
         print(f"note: {note}")
     return 0

@@ -119,3 +119,31 @@ def test_bad_input():
         emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=10**8)  # refused before any draw
     with pytest.raises(InvalidInputError, match="index = 9"):
         emp.window_pair_at_distance(torch.ones(4), d=0.1, index=9)
+
+
+def _fixed_game(hits: int, false_hits: int, *, trials: int = 1000, confidence: float = 0.95,
+                delta: float = 1e-5) -> emp.LowerBound:
+    """The game on scores whose outcome is fixed: ``hits`` of psi's and ``false_hits`` of
+    psi''s releases score far above any threshold the plan can pick, the rest far below."""
+
+    def draw(which: int, n: int) -> np.ndarray:
+        high = hits if which == 0 else false_hits
+        return np.where(np.arange(n) < high, 100.0, -100.0)
+
+    return emp.distinguishing_game(draw, moments=(5.0, 1.0, -5.0, 1.0), support=(-10.0, 10.0),
+                                   trials=trials, delta=delta, confidence=confidence,
+                                   n_shots=1, p=0.5, pair_source="fixed")
+
+
+def test_the_bound_is_the_exact_interval_ends_not_the_point_estimates():
+    game = _fixed_game(900, 100)  # either direction reads 900 hits and 100 false hits
+    assert (game.tpr, game.fpr) == (0.9, 0.1)
+    tpr = scipy.stats.binomtest(900, 1000).proportion_ci(confidence_level=0.95, method="exact")
+    fpr = scipy.stats.binomtest(100, 1000).proportion_ci(confidence_level=0.95, method="exact")
+    assert game.tpr_lower == pytest.approx(tpr.low, rel=1e-9)
+    assert game.fpr_upper == pytest.approx(fpr.high, rel=1e-9)
+    assert game.eps_lower == pytest.approx(math.log((tpr.low - 1e-5) / fpr.high), rel=1e-9)
+    assert game.eps_lower < math.log(0.9 / 0.1) - 0.1  # well below the point estimate's 2.197
+    # more confidence, a lower bound: 0.5 -> 0.95 -> 0.99 strictly falls
+    bounds = [_fixed_game(900, 100, confidence=c).eps_lower for c in (0.5, 0.95, 0.99)]
+    assert bounds[0] > bounds[1] > bounds[2] > 0

@@ -13,6 +13,7 @@ import torch
 from qpriv.audits import lower_bound as emp
 from qpriv.errors import InvalidInputError
 from qpriv.privacy import accounting as acc
+from qpriv.privacy.claims import PrivacyClaim
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
 
 PAPER_P = 0.9505
@@ -147,3 +148,9 @@ def test_the_bound_is_the_exact_interval_ends_not_the_point_estimates():
     # more confidence, a lower bound: 0.5 -> 0.95 -> 0.99 strictly falls
     bounds = [_fixed_game(900, 100, confidence=c).eps_lower for c in (0.5, 0.95, 0.99)]
     assert bounds[0] > bounds[1] > bounds[2] > 0
+
+
+def test_a_lower_bound_reads_as_one_when_printed():
+    label = PrivacyClaim.from_json(_fixed_game(900, 100).labelled()).label()
+    assert label.startswith(">= ") and "empirical lower bound at 95% confidence" in label
+    assert "accounting=rigorous" not in label  # not an upper guarantee

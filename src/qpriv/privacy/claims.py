@@ -179,5 +179,10 @@ class PrivacyClaim:
             ("delta", self.delta), ("delta'", self.details.get("delta_prime")),
             ("total delta", self.details.get("delta_total"))) if value is not None]
         value = "—" if self.value is None else f"{self.value:.4g}"
+        bound = self.details.get("bound")
+        if bound:  # an empirical lower bound: what a valid eps must exceed, not a guarantee
+            confidence = self.details.get("confidence")
+            level = "" if confidence is None else f" at {confidence:.0%} confidence"
+            return f">= {value} ({bound}{level}, {', '.join([self.kind.value, *deltas])})"
         return f"{value} ({', '.join([self.kind.value, *deltas])}, " \
                f"accounting={self.accounting.value})"

@@ -3,7 +3,7 @@
 import pytest
 
 from qpriv.errors import InvalidInputError
-from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+from qpriv.privacy.claims import LOWER_BOUND, Accounting, Kind, PrivacyClaim, Unit
 
 
 def _claim(**changes) -> PrivacyClaim:
@@ -63,3 +63,17 @@ def test_a_malformed_claim_is_refused(changes, needle):
 def test_the_kinds_and_units_are_each_written_once():
     assert [u.value for u in Unit] == ["token", "window", "record", "example"]
     assert len({k.value for k in Kind}) == len(Kind)
+
+
+def test_only_an_empirical_lower_bound_prints_as_one():
+    """A claim's details may hold a 'bound' of another meaning (dp-linear's record bound):
+    only the audit's lower bound prints with '>='."""
+    fit = PrivacyClaim(value=1.0, delta=1e-6, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
+                       unit=Unit.RECORD, covers="weights",
+                       details={"bound": "projected rows (column norms)"})
+    assert fit.label() == "1 (global (eps, delta)-DP, delta=1e-06, accounting=rigorous)"
+    lower = PrivacyClaim(value=0.1, delta=1e-5, kind=Kind.COMPOSED,
+                         accounting=Accounting.RIGOROUS, unit=Unit.TOKEN, covers="one token",
+                         details={"bound": LOWER_BOUND, "confidence": 0.95})
+    assert lower.label() == (">= 0.1 (empirical lower bound at 95% confidence, composed, "
+                             "delta=1e-05)")

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
-from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+from qpriv.privacy.claims import LOWER_BOUND, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.progress import work_bar
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
@@ -94,7 +94,7 @@ class LowerBound:
     unit = Unit.TOKEN
     kind = Kind.COMPOSED
     accounting = Accounting.RIGOROUS
-    bound = "empirical lower bound"
+    bound = LOWER_BOUND
 
     def labelled(self) -> dict:
         """The lower bound as a :class:`PrivacyClaim`'s JSON form (``bound`` and

@@ -95,6 +95,9 @@ class Unit(_Word):
 
 
 #: What a claim covers, in the words every output uses.
+LOWER_BOUND = "empirical lower bound"
+"""A claim's ``details["bound"]`` when its value is an empirical lower bound (an audit's
+distinguishing game): not a guarantee, and :meth:`PrivacyClaim.label` prints it so."""
 COVERS_WEIGHTS = "the trained weights, and every forecast or prediction computed from them"
 COVERS_FEATURES_PER_PASS = ("the quantum features of one token on one pass (not the forecast "
                             "targets, not the trained weights)")
@@ -179,10 +182,9 @@ class PrivacyClaim:
             ("delta", self.delta), ("delta'", self.details.get("delta_prime")),
             ("total delta", self.details.get("delta_total"))) if value is not None]
         value = "—" if self.value is None else f"{self.value:.4g}"
-        bound = self.details.get("bound")
-        if bound:  # an empirical lower bound: what a valid eps must exceed, not a guarantee
+        if self.details.get("bound") == LOWER_BOUND:  # what a valid eps must exceed
             confidence = self.details.get("confidence")
             level = "" if confidence is None else f" at {confidence:.0%} confidence"
-            return f">= {value} ({bound}{level}, {', '.join([self.kind.value, *deltas])})"
+            return f">= {value} ({LOWER_BOUND}{level}, {', '.join([self.kind.value, *deltas])})"
         return f"{value} ({', '.join([self.kind.value, *deltas])}, " \
                f"accounting={self.accounting.value})"

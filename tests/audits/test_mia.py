@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from qpriv.audits.mia import membership_inference, mia_on_run, tpr_at_fpr
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.run import run_forecast
 from qpriv.training.evaluation import evaluate, per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -135,3 +137,26 @@ def test_mia_on_a_tiny_run(ldpt_run_dir):
     assert mia_on_run(ldpt_run_dir, n=1000, seed=5) == report  # seeded: reproducible
     smaller = mia_on_run(ldpt_run_dir, n=20, seed=5)
     assert smaller["attack"]["n_members"] == 20 and smaller["n_requested"] == 20
+
+
+def test_non_members_share_no_row_with_the_training_split(tmp_path):
+    """A short user CSV (the 0.7 / 0.1 / 0.2 split): the first test windows' look-backs reach
+    into the training rows, so only the test windows that start at or after the training
+    split's end are non-members."""
+    rows = 200
+    t = np.arange(rows)[:, None]
+    values = np.sin(2 * np.pi * t / 12 + np.arange(2)) + 0.1 * np.random.default_rng(0).normal(
+        size=(rows, 2))
+    frame = pd.DataFrame(values, columns=["a", "b"])
+    frame.insert(0, "date", pd.date_range("2020-01-01", periods=rows, freq="h"))
+    frame.to_csv(tmp_path / "short.csv", index=False)
+    run_forecast(method="ldpt", csv=tmp_path / "short.csv", seq_len=48, horizon=4, epochs=1,
+                 eps=0.1, out_dir=tmp_path / "run", progress=False, threads=1,
+                 overrides={"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32})
+    data = load_run(tmp_path / "run").data(limit_eval=False)
+    train_end = data.split.train[1]
+    assert data.test.row_offset < train_end  # the overlap this test is about
+    unseen = int((np.arange(len(data.test)) + data.test.row_offset >= train_end).sum())
+    assert 5 <= unseen < len(data.test)
+    report = mia_on_run(tmp_path / "run", n=1000, seed=5)
+    assert report["attack"]["n_nonmembers"] == unseen

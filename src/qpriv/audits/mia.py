@@ -21,8 +21,9 @@ Measurement choices, each stated in the result:
 * Members are training windows and non-members test windows, as in the paper. On a time
   series the two come from different periods, so the attack also sees any shift between the
   periods, not only memorisation, and what it measures is this attack's success: a stronger
-  attack may reveal more, so no number here is a privacy guarantee. On a user's CSV with a
-  short split, the first test windows' look-backs can hold the last training rows.
+  attack may reveal more, so no number here is a privacy guarantee. Non-members share no row
+  with the training split (on a user's CSV with a short split the first test windows'
+  look-backs can reach into it; those are left out).
 """
 
 from __future__ import annotations
@@ -207,9 +208,9 @@ def mia_on_run(
     """The Table 9 attack on a finished forecasting run.
 
     Members are ``n`` of the run's training windows (the windows it was trained on, with its
-    window limit), non-members ``n`` of the test windows (drawn from the whole test split: no
-    test window was trained on); both sets are drawn at random with ``seed`` and cut to the
-    smaller split's size when a split holds fewer than ``n`` (the result says how many). The
+    window limit), non-members ``n`` of the test windows that share no row with the training
+    split (every test window on ETT); both sets are drawn at random with ``seed`` and cut to
+    the smaller split's size when a split holds fewer than ``n`` (the result says how many). The
     per-window losses come from one pass of the best-validation model with its noise seeded
     from ``seed``.
 
@@ -225,15 +226,20 @@ def mia_on_run(
     n = require_positive_int("n (windows per class)", n)
     loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
     data = loaded.data(limit_eval=False)
-    n_used = min(n, len(data.train), len(data.test))
+    # a non-member shares no row with the training split: on a short user CSV the first test
+    # windows' look-backs can reach back into it (on ETT the validation split lies between)
+    train_end = data.split.train[1]
+    unseen = np.flatnonzero(data.test.starts.cpu().numpy() + data.test.row_offset >= train_end)
+    n_used = min(n, len(data.train), len(unseen))
     if n_used < folds:
         raise InvalidInputError(
             f"only {n_used} windows per class are available (train {len(data.train)}, test "
-            f"{len(data.test)}); the {folds}-fold cross-validation needs at least {folds}"
+            f"windows sharing no row with the training split {len(unseen)}); the {folds}-fold "
+            f"cross-validation needs at least {folds}"
         )
     rng = np.random.default_rng(derive_seed(seed, "mia-sample"))
     member_index = np.sort(rng.choice(len(data.train), size=n_used, replace=False))
-    nonmember_index = np.sort(rng.choice(len(data.test), size=n_used, replace=False))
+    nonmember_index = np.sort(rng.choice(unseen, size=n_used, replace=False))
     model = loaded.model
     members = per_window_losses(model, data.train, index=member_index,
                                 seed=derive_seed(seed, "mia-members"))

@@ -46,7 +46,7 @@ def test_audit_finds_the_worst_case_and_stays_below_theorem1(eps_s):
 
 
 def test_slack_at_eps_0_1_is_about_2_6():
-    # SPEC section 2: "the bound is valid but loose, about 2.6x at eps_s = 0.1"
+    # Theorem 1's bound is valid but loose: about 2.6x at eps_s = 0.1
     audit = audit_channel(0.1, pairs=200, seed=2)
     assert audit.slack == pytest.approx(2.6, abs=0.1)
 

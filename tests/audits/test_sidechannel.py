@@ -1,4 +1,4 @@
-"""The side-channel audit (SPEC sections 2 and 8.4): RevIN and the classical path are found by
+"""The side-channel audit: RevIN and the classical path are found by
 probes that leave every encoded state unchanged; normalisation 'fixed' at gate 1 closes them."""
 
 from __future__ import annotations

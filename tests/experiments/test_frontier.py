@@ -129,7 +129,7 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     linear = frame.loc["dp-linear"].iloc[0]
     assert linear["covers_unit"] and linear["covers_weights"] and linear["delta"] == 1e-6
     assert linear["claim_unit"] == "record"
-    # what each row does with the z-score scaler (SPEC section 10)
+    # what each row does with the z-score scaler, a statistic of the training split
     assert linear["scaler"] == SCALER_PRIVATE
     assert dpsgd["scaler"] == ldpt["scaler"] == SCALER_CLEAR
     assert frame.loc["public", "scaler"] == SCALER_NO_DATA

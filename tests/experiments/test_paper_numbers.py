@@ -2,7 +2,7 @@
 
 Spot checks read from the paper's text, and cross-checks between tables (and against the
 paper's closed forms) that a mistyped cell would break. The paper's own inconsistencies are
-pinned too, so that nobody "fixes" a printed number here (SPEC section 8).
+pinned too, so that nobody "fixes" a printed number here.
 """
 
 import math
@@ -138,7 +138,7 @@ def test_gaussian_sigmas_and_composed_bounds_match_their_formulas():
 
 def test_the_papers_inconsistencies_are_kept_as_printed():
     t = PAPER_TABLES
-    # Table 7's fidelity is not 1 - p + p/D = 0.109 (SPEC 8.1); kept as printed.
+    # Table 7's fidelity is not 1 - p + p/D = 0.109; kept as printed.
     assert t["table7"].row(eps=0.1)["fidelity"] == 0.617
     assert any(note.startswith("The fidelities are not the depolarizing channel's")
                for note in t["table7"].notes)

@@ -1,4 +1,4 @@
-"""The baselines of SPEC section 4 on the one backbone: DP-SGD per window, input noise,
+"""The baselines on the one backbone: DP-SGD per window, input noise,
 bottlenecks, ablations, and what each says about its privacy."""
 
 from __future__ import annotations

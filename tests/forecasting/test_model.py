@@ -1,4 +1,4 @@
-"""The LDPT forecaster (SPEC sections 3 and 4): shapes, noise, gradients, QC-AdaLN, methods."""
+"""The LDPT forecaster and its baselines' settings: shapes, noise, gradients, QC-AdaLN, methods."""
 
 from __future__ import annotations
 

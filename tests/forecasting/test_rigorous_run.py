@@ -33,7 +33,8 @@ def test_paper_run_carries_the_rigorous_accounting_beside(tmp_path):
         assert entry["delta"] == 1e-5 and entry["unit"] == unit
     # a record is held by several tokens and windows: it can only cost more
     assert rig["eps_record"]["value"] >= rig["eps_window"]["value"] >= rig["eps_token"]["value"]
-    # N_s shots of one token state already exceed the paper's per-pass claim (SPEC 8.2)
+    # N_s shots of one token state already exceed the paper's per-pass claim (Theorem 2's bound
+    # shrinks with shots, which composition over shots cannot do)
     assert rig["eps_token"]["value"] > 0.1
     assert any("trace distance" in a for a in rig["assumptions"])
     # it holds for the released features: the targets and RevIN's statistics bypass them

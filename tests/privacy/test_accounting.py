@@ -1,4 +1,4 @@
-"""Rigorous accounting of the LDPT feature path (SPEC section 2, issue 6 parts 1 and 2).
+"""Rigorous accounting of the LDPT feature path (issue 6 parts 1 and 2).
 
 Every fast path has a slow twin here: the PLD of one shot against the exact hockey-stick sum, the
 composed PLD against the exact multinomial of N shots, our connect-the-dots PMF against

@@ -59,7 +59,7 @@ def test_issue_numbers_at_eps_0_1():
 
 
 def test_true_fidelity_differs_from_table7_except_at_eps_5():
-    # SPEC 8.1: 1 - p + p/D = 0.109 / 0.283 / 0.469 / 0.973.
+    # 1 - p + p/D = 0.109 / 0.283 / 0.469 / 0.973, not Table 7's
     expected = {0.1: 0.109, 0.5: 0.283, 1.0: 0.469, 5.0: 0.973}
     for eps_s, fid in expected.items():
         cal = calibrate(eps_s)
@@ -94,7 +94,7 @@ def test_theorem1_limits():
 def test_theorem2_as_printed():
     # "For N_s = 1024, d = 0.1: eps_me ~ 0.003"
     assert measurement_epsilon_bound(d=0.1, n_shots=1024) == pytest.approx(0.003, abs=2e-4)
-    # ... and it shrinks with shots, the error SPEC 8.2 names
+    # ... and it shrinks with shots, which no composition over shots can do
     assert measurement_epsilon_bound(d=0.1, n_shots=4096) < measurement_epsilon_bound(
         d=0.1, n_shots=256
     )

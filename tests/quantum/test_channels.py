@@ -113,7 +113,7 @@ def test_pure_state_closed_forms_and_the_true_table7_fidelity() -> None:
         assert float(fidelity(psi, out)) == pytest.approx(
             depolarized_pure_fidelity(p, dim=16), abs=1e-13
         )
-    # SPEC 8.1: at eps_s = 0.1 (p = 0.9505, D = 16) the fidelity is 0.109, not the paper's 0.617.
+    # at eps_s = 0.1 (p = 0.9505, D = 16) the fidelity 1 - p + p/D is 0.109, not Table 7's 0.617
     assert depolarized_pure_fidelity(0.9505, dim=16) == pytest.approx(0.109, abs=5e-4)
 
 

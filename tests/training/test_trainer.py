@@ -1,4 +1,4 @@
-"""The one trainer (SPEC section 5): resume equality, checkpoints, seeding, evaluation."""
+"""The one trainer: resume equality, checkpoints, seeding, evaluation."""
 
 from __future__ import annotations
 

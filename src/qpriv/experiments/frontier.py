@@ -112,8 +112,8 @@ SCALER_NO_DATA = "none: reads no training data"
 SCALER_NOT_PRIVATE = "the loader's (no guarantee)"
 SCALERS = {"private": SCALER_PRIVATE, "none": SCALER_PER_WINDOW, "data": SCALER_DECLARED,
            "given": SCALER_DECLARED}
-"""How a row's method treats the z-score scaler (SPEC section 10: a statistic fitted on the
-training split is inside the guarantee, declared public, or named as released in the clear),
+"""How a row's method treats the z-score scaler (a statistic fitted on the training split is
+inside the guarantee, declared public, or named in the claim as released in the clear),
 from a linear fit's ``fit.scaler``; the trained methods z-score with the loader's scaler."""
 
 COLUMNS = ("method", "eps", "unit", "role", "reading", "claim_kind", "claim_accounting",

@@ -228,6 +228,8 @@ def test_a_lower_bound_above_the_rigorous_eps_is_called_a_bug_and_fails(capsys, 
     assert main(["account", "--p", "0.9", *SMALL, "--lower-bound-trials", "200"]) == 1
     out = capsys.readouterr().out
     assert "EXCEEDS the rigorous" in out and "<= rigorous" not in out
+    assert main(["account", "--p", "0.9", *SMALL, "--lower-bound-trials", "200", "--json"]) == 1
+    assert _last_json(capsys)["lower_bound_exceeds_rigorous"] is True
     monkeypatch.undo()
     assert main(["account", "--p", "0.9", *SMALL, "--lower-bound-trials", "200"]) == 0
     assert "<= rigorous" in capsys.readouterr().out

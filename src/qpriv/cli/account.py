@@ -176,10 +176,13 @@ def run(args: argparse.Namespace) -> int:
             report.row("token").pair, p=report.p, n_shots=args.shots,
             trials=args.lower_bound_trials, delta=args.delta, seed=args.seed,
             progress=not args.json)
+    # a lower bound above the upper bound means one of them is wrong: not a result to use
+    inconsistent = lower is not None and lower.eps_lower > report.row("token").eps
     if args.json:
         emit_json({**report.as_dict(), "lower_bound": lower.as_dict() if lower else None,
+                   **({"lower_bound_exceeds_rigorous": True} if inconsistent else {}),
                    **({} if encoding is None else {"encoding": encoding})})
-        return 0
+        return 1 if inconsistent else 0
     paper = report.paper
     per_pass = f"{paper['eps_per_pass']['value']:.4g} per pass"
     composed = (f"{paper['eps_advanced']['value']:.4g} composed ({args.epochs} epochs, adv., "
@@ -210,8 +213,7 @@ def run(args: argparse.Namespace) -> int:
               f"{lower.eps_lower:.4f} at delta {lower.delta:g} (eps >= {lower.eps_lower_pure:.4f}"
               f" at delta 0), {lower.confidence:.0%} Clopper-Pearson, {lower.trials:,} releases "
               f"per state, {lower.seconds:.1f} s; "
-              + (f"<= rigorous {report.row('token').eps:.4f}; "
-                 if lower.eps_lower <= report.row("token").eps else
+              + (f"<= rigorous {report.row('token').eps:.4f}; " if not inconsistent else
                  f"EXCEEDS the rigorous {report.row('token').eps:.4f}: the accountant or the "
                  "sampler is wrong (report it); ")
               + ("exceeds" if refuted else "does not exceed")
@@ -220,5 +222,4 @@ def run(args: argparse.Namespace) -> int:
     for item in report.assumptions:
         print(f"  - {item}")
     print(f"({report.seconds:.1f} s)")
-    # a lower bound above the upper bound means one of them is wrong: not a result to use
-    return 1 if lower is not None and lower.eps_lower > report.row("token").eps else 0
+    return 1 if inconsistent else 0

@@ -11,7 +11,6 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearSpec,
-    _training_series,
     evaluate,
     fit_dp_linear,
     fit_ridge,
@@ -293,7 +292,7 @@ def test_the_private_fits_read_the_files_values_so_a_record_moves_only_itself(tm
     write_csv(tmp_path / "b.csv", other)
     a = load_forecasting_data(csv=tmp_path / "a.csv", seq_len=L, horizon=H)
     b = load_forecasting_data(csv=tmp_path / "b.csv", seq_len=L, horizon=H)
-    raw_a, raw_b = _training_series(a), _training_series(b)
+    raw_a, raw_b = a.train_raw, b.train_raw
     assert np.array_equal(raw_a, values[:len(raw_a)])  # bit for bit: the file's own values
     changed = np.argwhere(raw_a != raw_b)
     assert changed.tolist() == [[15, 1]]

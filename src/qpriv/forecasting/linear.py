@@ -342,14 +342,6 @@ def sufficient_statistics(series: np.ndarray, *, features: np.ndarray, public: n
     return a, b
 
 
-def _training_series(data: ForecastData) -> np.ndarray:
-    """The training rows in the file's units, exactly as read: not mapped back from the
-    loader's float32 z-scores, whose rounding depends on the loader's scaler and so on every
-    training value (one replaced value would move the others, and a private quantile's count
-    at a grid point by more than 1)."""
-    return data.train_raw
-
-
 def private_scaler(raw: np.ndarray, *, eps: float, rng: np.random.Generator) -> ZScoreScaler:
     """Per-channel (median, 10-90 % spread) by private quantiles on a log-spaced grid
     (:func:`qpriv.privacy.quantiles.private_location_scale`), eps-DP in total at the record
@@ -455,7 +447,7 @@ def fit_dp_linear(
         low=0.0, low_inclusive=True)
     features, public, outputs = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)
     rng = np.random.default_rng(seed)
-    raw = _training_series(data)
+    raw = data.train_raw  # the file's own values: see ForecastData.train_raw
 
     if the_unit == Unit.WINDOW:
         # Each row is divided by its look-back's std: the statistics are invariant to any

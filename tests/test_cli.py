@@ -107,6 +107,19 @@ def test_audit_channel_json(capsys):
          "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
         (["train", "--horizon", "0"], "positive integer"),
         (["train", "--csv", "x.csv", "--data-dir", "."], "--csv names its file itself"),
+        # a negative seed reached NumPy's seeding as a traceback
+        *[([*command, "--seed", "-1"], "expected a seed (an integer in [0, 2**63)), got -1")
+          for command in (["account"], ["audit", "channel"], ["train"], ["quickstart"],
+                          ["attack", "mia", "x"], ["audit", "sidechannel"])],
+        (["reproduce", "table3", "--seeds", "2024", "-5"], "got -5"),
+        (["train", "--method", "ridge", "--accounting", "rigorous", "--eps-total", "1"],
+         "method 'ridge' has none: leave --accounting rigorous out"),
+        (["train", "--method", "dp-linear", "--accounting", "rigorous", "--eps-total", "1"],
+         "leave --accounting rigorous out and give its budget as --eps"),
+        (["audit", "sidechannel", "--method", "classical", "--eps", "0.5"],
+         "method 'classical' adds no noise and takes no --eps; leave it out"),
+        (["audit", "sidechannel", "--method", "ldpt", "--windows", "100000000"],
+         "windows = 100000000 is above 4096"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):

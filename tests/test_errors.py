@@ -11,6 +11,7 @@ from qpriv.errors import (
     require_finite,
     require_in_range,
     require_positive_int,
+    require_seed,
 )
 
 
@@ -35,3 +36,11 @@ def test_a_described_quantity_is_plain_text():
             check()
         assert not isinstance(err.value, ArgumentError)
     assert require_in_range("eps", 0.5, low=0.0, high=1.0) == 0.5
+
+
+def test_a_seed_is_an_integer_numpy_and_torch_both_take():
+    assert require_seed("seed", 0) == 0 and require_seed("seed", 2**63 - 1) == 2**63 - 1
+    for bad in (-1, 2**63, 1.5, True, "3"):
+        with pytest.raises(ArgumentError, match=r"^seed = .* is not a seed: give an integer in "
+                                                r"\[0, 2\*\*63\)"):
+            require_seed("seed", bad)

@@ -65,15 +65,29 @@ def require_in_range(
     return value
 
 
+def _integer(value: object, bad: InvalidInputError) -> int:
+    """``value`` as int if it is an integer (bool excluded), else raise ``bad``."""
+    if isinstance(value, bool):
+        raise bad
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise bad from None
+
+
+def require_seed(name: str, value: object) -> int:
+    """Return ``value`` as int if it is a seed NumPy and torch accept: an integer in
+    [0, 2**63) (bool excluded), else raise."""
+    bad = _bad_value(name, f" = {value!r} is not a seed: give an integer in [0, 2**63)")
+    number = _integer(value, bad)
+    if not 0 <= number < 2**63:
+        raise bad
+    return number
+
+
 def require_positive_int(name: str, value: object) -> int:
     """Return ``value`` as int if it is an integer >= 1 (bool excluded), else raise."""
-    not_an_integer = _bad_value(name, f" = {value!r} is not an integer >= 1")
-    if isinstance(value, bool):
-        raise not_an_integer
-    try:
-        number = operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise not_an_integer from None
+    number = _integer(value, _bad_value(name, f" = {value!r} is not an integer >= 1"))
     if number < 1:
         raise _bad_value(name, f" = {number} is outside the valid range [1, inf): it must be "
                                "an integer >= 1")

@@ -73,3 +73,14 @@ def test_bad_input_is_one_line_and_exit_2(capsys, no_data, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
+
+
+def test_a_data_dir_given_without_the_data_is_refused_not_swapped_for_synthetic(
+        capsys, no_data, tmp_path, ldpt_run_dir):
+    short = tmp_path / "short.csv"
+    short.write_text("date,OT\n2020-01-01 00:00:00,1.0\n")
+    for subject in (["--method", "ldpt"], [str(ldpt_run_dir)]):
+        argv = ["audit", "sidechannel", *subject, "--windows", "2", "--data-dir", str(short)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "synthetic" not in err[0], err

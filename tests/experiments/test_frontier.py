@@ -180,13 +180,46 @@ def test_a_finished_cell_is_not_recomputed(tiny_frontier, monkeypatch):
     (["--methods", "bottleneck"], "'bottleneck' takes an eps but states no privacy guarantee"),
     (["--eps", "0.1", "0.1"], "eps 0.1 given more than once"),
     (["--quick", "--budget", "full"], "ask for two budgets"),
+    # an eps outside a chosen method's range is refused before any cell runs (it was one
+    # failed cell per seed, exit 1, and a report of nothing)
+    (["--eps", "1e308", "--methods", "dp-linear"],
+     "--eps = 1e+308 is outside the valid range (0, 1e+06]"),
+    (["--eps", "1e308", "--unit", "window", "--methods", "dp-linear"], "promises nothing"),
+    (["--eps", "1e308", "--methods", "dpsgd"], "a privacy budget must be > 0; above 1e+06"),
+    (["--eps", "2e6", "--methods", "dpsgd-linear"], "is outside the valid range (0, 1e+06]"),
+    (["--eps", "1", "0.001", "--methods", "dpsgd"], "no DP-SGD noise multiplier for eps = "
+     "0.001"),
+    (["--eps", "800", "--methods", "ldpt"], "outside the valid range (0, 700]"),
 ])
 def test_bad_input_exits_2_in_one_line_and_writes_nothing(tmp_path, capsys, argv, needle):
     out = tmp_path / "out"
-    assert main(["frontier", "--out", str(out), *argv]) == 2
+    assert main(["frontier", "--out", str(out), "--budget", "tiny", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0]
     assert not out.exists()
+
+
+@needs_ett
+@pytest.mark.parametrize("methods", [["ridge"], ["ldpt"], ["dp-linear", "dpsgd"]])
+def test_a_horizon_the_data_cannot_hold_is_refused_before_any_cell(tmp_path, capsys,
+                                                                   methods):
+    """The loader's check, made once up front (it was one failed cell each, exit 1)."""
+    out = tmp_path / "out"
+    assert main(["frontier", "--horizon", "100000", "--budget", "tiny", "--methods", *methods,
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "horizon H = 100000 needs at least" in err[0]
+    assert not out.exists()
+
+
+@needs_ett
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_out_folder_that_cannot_be_made_is_the_only_line(capsys):
+    """Checked by making it before the progress line (it printed ``cells: 1 cell`` first)."""
+    assert main(["frontier", "--budget", "tiny", "--methods", "ridge", "--out",
+                 "/proc/qpriv-frontier-test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out /proc/qpriv-frontier-test cannot be created" in err[0]
 
 
 def test_library_refuses_an_unknown_unit(tmp_path):

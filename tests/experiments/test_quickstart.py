@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from qpriv.errors import InvalidInputError
 from qpriv.experiments import quickstart as quick
 from qpriv.experiments.frontier import frontier_jobs, plan
 from qpriv.experiments.grid import QUICK
@@ -19,6 +20,23 @@ from qpriv.experiments.runner import cell_dir
 def empty_cache(tmp_path, monkeypatch):
     """No rigorous accounting is cached: the plan counts its minute for each LDPT run."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_the_plan_refuses_a_folder_that_is_not_a_quickstarts(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{")  # another command's run, damaged even
+    with pytest.raises(InvalidInputError, match=r"holds config\.json, which a quickstart does "
+                                                "not write"):
+        quick.plan_quickstart(out_dir=run)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(InvalidInputError, match="is a file"):
+        quick.plan_quickstart(out_dir=tmp_path / "file")
+    own = tmp_path / "qs"
+    for name in ("classical", "frontier", ".hidden"):
+        (own / name).mkdir(parents=True)
+    (own / "report.html").write_text("")
+    assert quick.plan_quickstart(out_dir=own).out_dir == own
 
 
 def test_the_plan_costs_each_part_by_its_windows(tmp_path):

@@ -5,8 +5,10 @@ images are embedded PNGs, and the forecasts drawn are the model's evaluated ones
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
+import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,13 +16,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from qpriv.cli import main
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.experiments import frontier
 from qpriv.experiments.report import (
     CLASSIFIER,
     FRONTIER,
+    MAX_FORECAST_WINDOWS,
     QUICKSTART,
     REPORT_FILE,
     REPRODUCE,
@@ -34,9 +38,12 @@ from qpriv.experiments.report import (
 )
 from qpriv.forecasting import datasets
 from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
+ETTH1_CHANNELS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 needs_ett = pytest.mark.skipif(
@@ -91,13 +98,30 @@ def _write(path: Path, data: object) -> None:
     path.write_text(json.dumps(data))
 
 
-def _forecast_run(where: Path, fixture: str = "train_ldpt.json") -> Path:
-    """A run folder from a stored result (no weights: the forecasts cannot be drawn)."""
+def _forecast_run(where: Path, fixture: str = "train_ldpt.json", *,
+                  weights: bool = True) -> Path:
+    """A run folder from a stored result: its settings, its result and (``weights``) untrained
+    weights of its model in best.pt. Its data file is recorded where there is none."""
     result = json.loads((FIXTURES / fixture).read_text())
-    _write(where / "config.json", {"method": result["method"], "dataset": "ETTh1",
-                                   "model": result["model"]})
+    _write(where / "config.json", {
+        "method": result["method"], "dataset": "ETTh1",
+        "source": str(where / "gone" / "ETTh1.csv"), "channels": ETTH1_CHANNELS,
+        "seq_len": result["seq_len"], "horizon": result["horizon"],
+        "max_train_windows": result["windows"]["train"],
+        "max_eval_windows": result["windows"]["test"], "model": result["model"]})
     _write(where / "result.json", result)
+    if weights:
+        model = LDPTForecaster(ModelConfig(**result["model"]))
+        torch.save({"model": model.state_dict(), "epoch": result["best_epoch"]},
+                   where / "best.pt")
     return where
+
+
+@pytest.fixture
+def no_data(tmp_path, monkeypatch):
+    """No ETT file where a run looks for it without a data_dir ($QPRIV_DATA_DIR, the cache)."""
+    monkeypatch.delenv("QPRIV_DATA_DIR", raising=False)
+    monkeypatch.setattr(datasets, "cache_dir", lambda: tmp_path / "no-cache")
 
 
 def _classifier_run(where: Path) -> Path:
@@ -138,13 +162,15 @@ def _frontier_folder(where: Path) -> Path:
 
 def _reproduction(where: Path) -> Path:
     where.mkdir(parents=True)
-    pd.DataFrame([
+    rows = [
         {"dataset": "ETTh1", "horizon": 24, "method": "ldpt", "eps": 0.1, "seeds": 1,
          "mse": 1.0420345, "paper_mse": 0.3581},
         {"dataset": "ETTh1", "horizon": 24, "method": "classical", "eps": None, "seeds": 1,
          "mse": 0.90190, "paper_mse": 0.3384},
-    ]).to_csv(where / "results.csv", index=False)
-    _write(where / "report.json", {"id": "figure3", "budget": "tiny", "failures": [
+    ]
+    pd.DataFrame(rows).to_csv(where / "results.csv", index=False)
+    _write(where / "report.json", {"id": "figure3", "budget": "tiny", "rows": rows,
+                                   "columns": list(rows[0]), "failures": [
         {"cell": "ETTh1-H24-dpsgd-eps0.1-s2024", "error": "RuntimeError: boom"}]})
     return where
 
@@ -207,7 +233,7 @@ def test_number_text_keeps_four_significant_digits():
 # -- what a page shows ----------------------------------------------------------------------
 
 
-def test_a_run_report_shows_every_claim_and_the_scores(tmp_path):
+def test_a_run_report_shows_every_claim_and_the_scores(tmp_path, no_data):
     run = _forecast_run(tmp_path / "run")
     result = json.loads((run / "result.json").read_text())
     page = Page(render_report(run))
@@ -232,11 +258,12 @@ def test_a_run_report_shows_every_claim_and_the_scores(tmp_path):
     assert scores["best epoch"] == ("2", True)
     settings = {row["setting"][0]: row["value"] for row in page.table_with("setting")}
     assert settings["method"] == ("ldpt", False)
-    # the learning curves are an embedded PNG; the forecasts need the weights: said so
+    # the learning curves are an embedded PNG; the forecasts need the data: said so
     assert len(page.images) == 1 and page.images[0].startswith("data:image/png;base64,")
     assert base64.b64decode(page.images[0].split(",", 1)[1]).startswith(PNG_MAGIC)
-    assert "Forecasts not drawn" in html
-    assert "http" not in html.replace("http-equiv", "")
+    assert "Forecasts not drawn: cannot load the data of run" in html
+    # nothing is loaded from the network (a note may quote where the data is downloaded from)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
 
 
 def test_a_classifier_report_shows_its_claim_and_curves(tmp_path):
@@ -351,3 +378,173 @@ def test_data_that_cannot_be_found_is_said_on_the_page(ldpt_run_dir, tmp_path, m
     text = " ".join(page.text)
     assert "Forecasts not drawn: cannot load the data of run" in text
     assert len(page.images) == 1  # the learning curves still are
+
+
+# -- bad input: one line, exit 2, nothing written -------------------------------------------------
+
+
+def _refused(target: Path, capsys, *needles: str, argv: tuple[str, ...] = ()) -> str:
+    """``qpriv report target`` exits 2 with one line naming ``needles``, no traceback, and
+    leaves no report.html (nor a temporary one) behind."""
+    assert main(["report", str(target), *argv]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qpriv: error:"), captured.err
+    for needle in needles:
+        assert needle in lines[0]
+    assert "Traceback" not in captured.err and captured.out == ""
+    root = target if target.is_dir() else target.parent
+    assert not list(root.rglob(REPORT_FILE)) and not list(root.rglob("*.tmp"))
+    return lines[0]
+
+
+def _cut(text: str) -> str:
+    """``text`` cut in the middle of its last row (as a copy or a write interrupted)."""
+    return text[:text.rstrip("\n").rindex("\n") + 12]
+
+
+def _edit_cell(text: str, *, column: str, value: str) -> str:
+    """``text`` (a CSV) with ``column`` of its first row set to ``value``."""
+    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    frame.loc[0, column] = value
+    return frame.to_csv(index=False)
+
+
+@pytest.mark.parametrize(("damage", "needle"), [
+    (lambda text: "a,b\n1,2\n", "it lacks the column method, eps, unit and 19 more"),
+    (_cut, "its last line is cut short"),
+    (lambda text: text.replace(",tiny\n", "\n", 1), "row 1 has 24 fields, the header 25"),
+    (lambda text: _edit_cell(text, column="mse_mean", value="0.39x"),
+     "row 1's mse_mean is '0.39x', not a number"),
+    (lambda text: _edit_cell(text, column="method", value=""), "row 1 has no method"),
+    (lambda text: _edit_cell(text, column="role", value="best"), "role 'best' is none of"),
+    (lambda text: "", "the file is empty"),
+])
+def test_a_damaged_frontier_table_is_refused(tmp_path, capsys, damage, needle):
+    """A frontier.csv that is not whole, or not qpriv frontier's, is never drawn as a wrong or
+    empty frontier (nor a KeyError): one line names the file and how to write it again."""
+    where = _frontier_folder(tmp_path / "ETTh1-H24-record" / "tiny")
+    path = where / "frontier.csv"
+    path.write_text(damage(path.read_text()))
+    line = _refused(where, capsys, str(path), "not written by qpriv frontier", needle,
+                    "run qpriv frontier again with the same --out")
+    assert "frontier.md" not in line
+
+
+@pytest.mark.parametrize(("damage", "needle"), [
+    (_cut, "its last line is cut short"),
+    # a whole row lost: only report.json, written with it, tells
+    (lambda text: text[:text.rstrip("\n").rindex("\n") + 1], "1 rows where report.json records 2"),
+    (lambda text: "a,b\n1,2\n", "its columns are not those report.json records"),
+    (lambda text: _edit_cell(text, column="paper_mse", value="n/a"),
+     "row 1's paper_mse is 'n/a', not a number"),
+    (lambda text: _edit_cell(text, column="mse", value="1.04e"),
+     "row 1's mse is '1.04e', not a number"),
+])
+def test_a_damaged_reproduction_table_is_refused(tmp_path, capsys, damage, needle):
+    where = _reproduction(tmp_path / "figure3" / "tiny")
+    path = where / "results.csv"
+    path.write_text(damage(path.read_text()))
+    _refused(where, capsys, str(path), "not written by qpriv reproduce", needle)
+    # the --out folder above it too
+    _refused(tmp_path, capsys, str(path), needle)
+
+
+def test_a_reproduction_whose_every_cell_failed_says_so(tmp_path):
+    """Every cell failed: pandas writes a table without rows or columns (one newline)."""
+    where = tmp_path / "figure3" / "tiny"
+    where.mkdir(parents=True)
+    (where / "results.csv").write_text(pd.DataFrame([]).to_csv(index=False))
+    _write(where / "report.json", {"id": "figure3", "budget": "tiny", "rows": [], "columns": [],
+                                   "failures": [{"cell": "c", "error": "RuntimeError: boom"}]})
+    text = "".join(Page(render_report(where)).text)
+    assert "No rows: every cell failed." in text and "c: RuntimeError: boom" in text
+
+
+@pytest.mark.parametrize(("damage", "needle"), [
+    (lambda run: (run / "best.pt").unlink(),
+     "has no best.pt (the best-validation weights); the run directory is incomplete. Re-run "
+     "the training into a fresh directory"),
+    (lambda run: (run / "best.pt").write_bytes(b"not a checkpoint"),
+     "best.pt: the file is damaged"),
+])
+def test_a_run_without_its_weights_is_refused(tmp_path, capsys, no_data, damage, needle):
+    """A run directory missing its weights, or with damaged ones, is incomplete: refused as
+    every command that reads a run refuses it, not a page whose forecasts are "not drawn"."""
+    run = _forecast_run(tmp_path / "run")
+    damage(run)
+    _refused(run, capsys, str(run), needle)
+    # nor does a quickstart holding it get a page
+    quickstart = tmp_path / "qs"
+    shutil.copytree(run, quickstart / "classical")
+    _refused(quickstart, capsys, needle)
+
+
+def test_a_run_that_diverged_before_it_had_a_model_is_reported(tmp_path):
+    """Training that diverged before any finite validation loss leaves no best.pt: the run is
+    complete, and its page says why there are no forecasts."""
+    run = _forecast_run(tmp_path / "run", weights=False)
+    result = json.loads((run / "result.json").read_text())
+    _write(run / "result.json", {**result, "diverged_epoch": 1, "best_epoch": 0, "mse": None,
+                                 "mae": None})
+    text = " ".join(Page(write_report_html(run).read_text()).text)
+    assert "Forecasts not drawn: training diverged at epoch 1" in text
+
+
+def test_more_windows_than_the_figure_holds_are_refused(tmp_path, capsys, no_data):
+    run = _forecast_run(tmp_path / "run")
+    _refused(run, capsys, f"--windows = 100000000 is outside the valid range [1, "
+                          f"{MAX_FORECAST_WINDOWS}]", argv=("--windows", "100000000"))
+    with pytest.raises(ArgumentError, match=r"windows = 13 is outside"):
+        render_report(run, windows=MAX_FORECAST_WINDOWS + 1)
+    assert main(["report", str(run), "--windows", str(MAX_FORECAST_WINDOWS)]) == 0
+
+
+@pytest.fixture(scope="module")
+def ridge_run(tmp_path_factory) -> Path:
+    """A ridge run (closed form, seconds) whose test split holds 4 windows."""
+    if not os.environ.get("QPRIV_DATA_DIR"):
+        pytest.skip("QPRIV_DATA_DIR (the ETT csv files) not set")
+    out = tmp_path_factory.mktemp("ridge") / "run"
+    run_forecast(method="ridge", seq_len=168, horizon=24, max_train_windows=64,
+                 max_eval_windows=4, out_dir=out, progress=False)
+    return out
+
+
+@pytest.mark.parametrize(("damage", "needle"), [
+    (lambda run: (run / "linear.npz").unlink(),
+     "has no linear.npz (the fitted kernel); the run directory is incomplete"),
+    (lambda run: (run / "linear.npz").write_bytes(b"not a kernel"), "it is damaged"),
+])
+def test_a_linear_run_without_its_kernel_is_refused(ridge_run, tmp_path, capsys, damage,
+                                                   needle):
+    run = tmp_path / "run"
+    shutil.copytree(ridge_run, run)
+    damage(run)
+    _refused(run, capsys, str(run / "linear.npz") if "damaged" in needle else str(run), needle)
+
+
+@pytest.mark.parametrize("make", [
+    lambda tmp: tmp / "empty",
+    lambda tmp: tmp / "empty" / "notes.txt",
+])
+def test_a_data_dir_without_the_runs_data_is_refused(ridge_run, tmp_path, capsys, make):
+    """A --data-dir that does not hold the run's data is refused, as by every command that
+    reads a run's data (not a page whose forecasts are "not drawn")."""
+    run = tmp_path / "run"
+    shutil.copytree(ridge_run, run)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("date,x\n")
+    data = make(tmp_path)
+    _refused(run, capsys, f"cannot load the data of run {run}", str(data),
+             argv=("--data-dir", str(data)))
+
+
+def test_more_windows_than_the_split_holds_draws_them_all_and_says_so(ridge_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(ridge_run, run)
+    assert main(["report", str(run), "--windows", "6"]) == 0
+    page = Page((run / REPORT_FILE).read_text())
+    assert len(page.images) == 1
+    assert ("for 4 test windows (all the run's test split holds: 6 were asked)"
+            in "".join(page.text))

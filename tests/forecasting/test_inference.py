@@ -24,7 +24,7 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_backbone_run, load_run
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS
-from qpriv.forecasting.inference import SOURCE_NOTE, ForecastingRun, claims_path
+from qpriv.forecasting.inference import MAX_PASSES, SOURCE_NOTE, ForecastingRun, claims_path
 from qpriv.forecasting.methods import LINEAR, METHODS, setup_method
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
@@ -340,6 +340,39 @@ def test_bad_input_is_one_line_and_exit_2(runs, csv, tmp_path, capsys, argv, nee
     assert len(err.splitlines()) == 1, err
     assert re.search(needle, err), err
     assert not out.exists() and not claims_path(out).exists()
+
+
+def test_out_never_replaces_the_data_or_the_run_and_others_only_with_force(
+        runs, csv, tmp_path, capsys):
+    run_dir = shutil.copytree(runs("classical"), tmp_path / "run")
+    data = shutil.copy(csv, tmp_path / "data.csv")
+    before = {path: path.read_bytes() for path in [Path(data), *run_dir.iterdir()]}
+    for out, force, needle in [
+            (data, True, "would overwrite .*data.csv of .*data.csv, which this forecast reads"),
+            (run_dir / "config.json", True, "would overwrite .*config.json of .*run, which"),
+            (run_dir / "new.csv", False, "would overwrite .*new.csv of .*run, which")]:
+        argv = ["forecast", str(run_dir), "--csv", str(data), "--out", str(out)]
+        assert main([*argv, *(["--force"] if force else [])]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and re.search(needle, err), err
+    assert {path: path.read_bytes() for path in before} == before
+    assert sorted(run_dir.iterdir()) == sorted(p for p in before if p.parent == run_dir)
+
+    existing = tmp_path / "f.csv"
+    existing.write_text("keep me\n")
+    argv = ["forecast", str(run_dir), "--csv", str(data), "--out", str(existing)]
+    assert main(argv) == 2
+    assert "f.csv exists; pass --force to replace it" in capsys.readouterr().err
+    assert existing.read_text() == "keep me\n" and not claims_path(existing).exists()
+    assert main([*argv, "--force"]) == 0
+    assert pd.read_csv(existing, index_col=0).shape[0] == H
+
+
+def test_passes_above_the_cap_are_refused_before_any_work(runs, csv, capsys):
+    argv = ["forecast", str(runs("classical")), "--csv", str(csv), "--passes",
+            str(MAX_PASSES + 1)]
+    assert main(argv) == 2
+    assert f"passes = {MAX_PASSES + 1} is above {MAX_PASSES}" in capsys.readouterr().err
 
 
 def test_an_unfinished_run_is_refused(runs, tmp_path, csv, capsys):

@@ -3,6 +3,8 @@ statistics stay within their stated sensitivities at both units, and it states i
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
+    MAX_DP_LINEAR_EPS,
     LinearSpec,
     evaluate,
     fit_dp_linear,
@@ -173,6 +176,27 @@ def test_bad_arguments_name_the_fix(synthetic):
         fit_dp_linear(synthetic, eps=1.0, unit="record", spec=SPEC, scaler="mine")
     with pytest.raises(InvalidInputError, match="seq_len"):
         linear_maps(LinearSpec(), seq_len=48, horizon=24)
+
+
+@pytest.mark.parametrize("unit", ["record", "window"])
+@pytest.mark.parametrize("eps", [2 * MAX_DP_LINEAR_EPS, 1e20, 1e308])
+def test_an_eps_beyond_the_cap_is_refused_not_computed(synthetic, unit, eps):
+    """Unbounded, 1e20 fitted with overflow warnings, 1e308 failed inside numpy (record: NaN
+    quantile probabilities) or scipy (window: the Gaussian calibration)."""
+    with pytest.raises(InvalidInputError, match=r"outside the valid range \(0, 1e\+06\]; .*"
+                                                "promises nothing.*non-private ridge"):
+        fit_dp_linear(synthetic, eps=eps, unit=unit, spec=SPEC)
+
+
+@pytest.mark.parametrize("unit", ["record", "window"])
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, 0.5])
+def test_the_cap_itself_fits_finitely_without_warnings(synthetic, unit, delta):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model, (claim,) = fit_dp_linear(synthetic, eps=MAX_DP_LINEAR_EPS, delta=delta,
+                                        unit=unit, seed=0, spec=SPEC)
+    assert np.isfinite(model.kernel).all() and claim.value == MAX_DP_LINEAR_EPS
+    assert 0 < model.details["sigma_a"] < np.inf
 
 
 def projected_ratios(values: np.ndarray, t: int, new: float, c: float) -> tuple[float, float]:

@@ -67,12 +67,19 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
 @needs_ett
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--eps", "0"], "eps = 0 is outside the valid range"),
+    # above the cap: refused before the run's folder is made (1e308 failed inside numpy or
+    # scipy after config.json was written, 1e20 ran with overflow warnings)
+    (["--eps", "1e308"], "--eps = 1e+308 is outside the valid range (0, 1e+06]"),
+    (["--unit", "window", "--eps", "1e308"], "--eps = 1e+308 is outside the valid range"),
+    (["--eps", "1e20"], "above 1e+06 it promises nothing"),
     (["--delta", "1"], "delta = 1 is outside the valid range (0, 1)"),
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
     (["--clip-range", "0"], "--clip-range = 0 is not > 0"),
     (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),
     (["--unit", "window", "--seq-len", "48"], "(seq_len, --seq-len) of at least 168"),
     (["--unit", "record", "--seq-len", "96"], "(seq_len, --seq-len) of at least 168"),
+    # refused by the data before the features' L x L maps (75 GiB here) are built
+    (["--seq-len", "100000"], "seq_len L = 100000 plus horizon H = 24 needs at least 100024"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, tmp_path):
     out = tmp_path / "run"
@@ -80,6 +87,15 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(argv, needle, capsys, t
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
     assert not out.exists()
+
+
+@needs_ett
+def test_dpsgd_linear_above_dpsgds_cap_is_refused_before_anything_is_written(capsys, tmp_path):
+    out = tmp_path / "run"
+    assert main(["train", "--method", "dpsgd-linear", "--eps", "1e308", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "(0, 1e+06]" in err
+    assert not out.exists()  # config.json was written before Opacus refused it
 
 
 @needs_ett

@@ -32,6 +32,22 @@ def test_out_dir_rules(tmp_path):
     assert check_out_dir(str(tmp_path), resume=True, marks=MARKS, command="train") == tmp_path
 
 
+def test_a_run_is_never_mixed_into_a_folder_of_other_files(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "data").mkdir()
+    for resume in (False, True):
+        with pytest.raises(InvalidInputError, match=r"holds other files \(data, notes\.txt\) "
+                                                     "and no qpriv run; .*choose a new or empty"):
+            check_out_dir(tmp_path, resume=resume, marks=MARKS, command="train")
+    # a run's own folder: its settings (an unfinished run's first file), and hidden files
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".keep").write_text("")
+    assert check_out_dir(empty, resume=False, marks=MARKS, command="train") == empty
+    (tmp_path / CONFIG_FILE).write_text("{}")
+    assert check_out_dir(tmp_path, resume=True, marks=MARKS, command="train") == tmp_path
+
+
 def test_a_grid_folder_may_be_new_but_never_inside_a_file(tmp_path):
     assert check_folder(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
     assert check_folder(str(tmp_path)) == tmp_path

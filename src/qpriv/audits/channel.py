@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.errors import InvalidInputError, require_positive_int, require_seed
 from qpriv.privacy.calibration import check_eps, depolarizing_p, lindblad_gamma
 from qpriv.privacy.claims import Accounting, Kind
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
@@ -122,7 +122,7 @@ def audit_channel(
     gamma = lindblad_gamma(p, t)
     n_qubits = dim.bit_length() - 1
     propagator = depolarizing_propagator(n_qubits, gamma=gamma, t=t)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(require_seed("seed", seed))
     psi, phi = neighbouring_pure_pairs(dim=dim, d=d, pairs=pairs, rng=rng)
     # Include pairs at exactly distance d, where the worst case lies.
     psi_d, phi_d = neighbouring_pure_pairs(

@@ -57,7 +57,13 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from qpriv.errors import InvalidInputError, QprivError, require_in_range, require_positive_int
+from qpriv.errors import (
+    ArgumentError,
+    InvalidInputError,
+    QprivError,
+    require_in_range,
+    require_positive_int,
+)
 from qpriv.forecasting.artifacts import load_backbone_run
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import DEFAULT_EPS, setup_method
@@ -76,6 +82,8 @@ DEFAULT_SCALES = (0.5, 2.0, 10.0)
 STATE_TOLERANCE = 1e-9
 OUTPUT_TOLERANCE = 1e-9
 FIX = {"normalisation": "fixed", "gate": 1.0}
+MAX_WINDOWS = 4096
+"""The most windows the audit probes: it asks which paths exist, which a few windows show."""
 """The configuration changes that close the side channels of an LDPT model."""
 
 
@@ -613,7 +621,13 @@ def audit_windows(
 ) -> tuple[Tensor, str]:
     """``count`` evenly spaced training windows of ``dataset`` if it is on this machine (the
     path given, ``$QPRIV_DATA_DIR`` or the user cache; nothing is downloaded), else
-    :func:`synthetic_windows`; with a description of which."""
+    :func:`synthetic_windows`; with a description of which. A ``data_dir`` given that does not
+    hold the dataset is refused, not replaced.
+
+    Raises:
+        InvalidInputError: ``count`` < 1, or ``data_dir`` given and the dataset not found
+            there (or damaged).
+    """
 
     count = require_positive_int("count (windows)", count)
     try:
@@ -621,6 +635,8 @@ def audit_windows(
                                      data_dir=data_dir, allow_download=False,
                                      max_train_windows=count)
     except InvalidInputError as exc:
+        if data_dir is not None:  # data asked for by name is never swapped for synthetic
+            raise
         reason = str(exc).split(". Looked at")[0]
         windows = synthetic_windows(count=count, seq_len=seq_len, n_channels=n_channels,
                                     seed=seed)
@@ -662,16 +678,23 @@ def audit_sidechannel(
     With ``run_dir``: the trained model of that run
     (:func:`qpriv.forecasting.artifacts.load_backbone_run`) on ``windows`` evenly spaced windows
     of its training split (synthetic windows, said so in the report, if its data cannot be
-    found). With ``method``: an untrained model of the method at
+    found and no ``data_dir`` was given). With ``method``: an untrained model of the method at
     the paper's sizes (L = 336, H = 24) with ``gate`` and ``normalisation`` overriding the
-    method's, on ETTh1 training windows if ETTh1 is on this machine, synthetic ones otherwise.
+    method's, on ETTh1 training windows if ETTh1 is on this machine (or ``data_dir``, which
+    must hold it), synthetic ones otherwise.
 
     Raises:
-        InvalidInputError: neither or both of ``run_dir`` and ``method``; ``eps``, ``gate`` or
-            ``normalisation`` with ``run_dir``; anything :func:`sidechannel_audit`,
-            :func:`~qpriv.forecasting.artifacts.load_backbone_run` or the method setup rejects.
+        InvalidInputError: neither or both of ``run_dir`` and ``method``; ``windows`` outside
+            [1, :data:`MAX_WINDOWS`]; ``eps``, ``gate`` or ``normalisation`` with ``run_dir``;
+            ``eps`` for a method without noise; a ``data_dir`` without the data; anything
+            :func:`sidechannel_audit`, :func:`~qpriv.forecasting.artifacts.load_backbone_run`
+            or the method setup rejects.
     """
     count = require_positive_int("windows", windows)
+    if count > MAX_WINDOWS:
+        raise InvalidInputError(f"windows = {count} is above {MAX_WINDOWS}: the audit asks "
+                                "which paths exist, and a few windows show them; probe at "
+                                f"most {MAX_WINDOWS}")
     if (run_dir is None) == (method is None):
         raise InvalidInputError(
             "audit either a finished run (RUN_DIR) or a method (--method M), not "
@@ -687,6 +710,9 @@ def audit_sidechannel(
             )
         return _audit_run(run_dir, count=count, seed=seed, data_dir=data_dir,
                           accounting=accounting)
+    if eps is not None and not method_entry(method).needs_eps:
+        raise ArgumentError(f"method {method!r} adds no noise and takes no {{eps}}; leave it "
+                            "out")
     if eps is None and method_entry(method).needs_eps:
         eps = DEFAULT_EPS
     overrides = {name: value for name, value in (("gate", gate), ("normalisation", normalisation))
@@ -711,6 +737,8 @@ def _audit_run(run_dir: str | Path, *, count: int, seed: int, data_dir: str | Pa
     try:
         train = run.data(limit_eval=False).train
     except InvalidInputError as exc:
+        if data_dir is not None:  # data asked for by name is never swapped for synthetic
+            raise
         x = synthetic_windows(count=count, seq_len=cfg.seq_len, n_channels=cfg.n_channels,
                               seed=seed)
         source = f"{count} synthetic windows (the run's data: {exc})"

@@ -18,7 +18,14 @@ import math
 from typing import Any
 
 from qpriv.audits import lower_bound as empirical
-from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int, print_table
+from qpriv.cli.common import (
+    add_command,
+    add_json_flag,
+    emit_json,
+    positive_int,
+    print_table,
+    seed_int,
+)
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.config import ENCODINGS, ModelConfig
 from qpriv.forecasting.rigorous import (
@@ -75,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="random restarts of the worst-pair search per unit")
     ac.add_argument("--lower-bound-trials", type=int, default=100_000,
                     help="releases per state of the distinguishing game (0: skip)")
-    ac.add_argument("--seed", type=int, default=0, help="seed of the searches and the game")
+    ac.add_argument("--seed", type=seed_int, default=0, help="seed of the searches and the game")
     add_json_flag(ac)
     ac.set_defaults(handler=run)
 

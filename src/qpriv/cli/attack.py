@@ -14,6 +14,7 @@ from qpriv.cli.common import (
     existing_path,
     positive_int,
     print_table,
+    seed_int,
 )
 from qpriv.privacy.claims import PrivacyClaim
 
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                      help="training and test windows each (the paper's 1000)")
     mia.add_argument("--folds", type=positive_int, default=5,
                      help="cross-validation folds of the attack model")
-    mia.add_argument("--seed", type=int, default=2024, help="seed of the windows drawn")
+    mia.add_argument("--seed", type=seed_int, default=2024, help="seed of the windows drawn")
     mia.add_argument("--data-dir", type=existing_path,
                      help="file or directory holding the run's data")
     add_json_flag(mia)

@@ -17,6 +17,7 @@ from qpriv.cli.common import (
     existing_path,
     positive_int,
     print_table,
+    seed_int,
 )
 from qpriv.tables import format_table
 
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="neighbouring pure pairs searched")
     ch.add_argument("--d", type=float, default=0.1, help="trace-distance bound (full norm)")
     ch.add_argument("--dim", type=int, default=16, help="Hilbert space dimension D = 2^n")
-    ch.add_argument("--seed", type=int, default=0, help="seed of the pair search")
+    ch.add_argument("--seed", type=seed_int, default=0, help="seed of the pair search")
     add_json_flag(ch)
     ch.set_defaults(handler=run_channel)
 
@@ -45,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="test windows re-evaluated per eps and drawn for token states")
     ar.add_argument("--pairs", type=positive_int, default=2000,
                     help="neighbouring pairs of the channel audit")
-    ar.add_argument("--seed", type=int, default=0, help="seed of the audits' draws")
+    ar.add_argument("--seed", type=seed_int, default=0, help="seed of the audits' draws")
     ar.add_argument("--data-dir", type=existing_path,
                     help="file or directory holding the run's data")
     ar.add_argument("--compare", nargs="+", metavar="RUN_DIR",
@@ -70,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="normalisation of --method (revin: the paper; fixed: the fix; "
                          "default: the method's)")
     sc.add_argument("--windows", type=positive_int, default=16, help="windows probed")
-    sc.add_argument("--seed", type=int, default=0, help="seed of the model and the probes")
+    sc.add_argument("--seed", type=seed_int, default=0, help="seed of the model and the probes")
     sc.add_argument("--data-dir", type=existing_path, help="file or directory holding the data")
     sc.add_argument("--accounting", choices=["paper", "rigorous"], default="rigorous",
                     help="rigorous: offer and check the fix and label what leaves outside the "

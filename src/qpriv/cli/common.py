@@ -60,7 +60,7 @@ def add_seed_flags(parser: argparse.ArgumentParser, *, default: int = 2024) -> N
     """``--seed S`` (recorded, reproducible) or ``--secret-seed`` (drawn from the operating
     system, recorded nowhere: :mod:`qpriv.privacy.randomness`); :func:`seed_of` reads them."""
     seeding = parser.add_mutually_exclusive_group()
-    seeding.add_argument("--seed", type=int, default=default,
+    seeding.add_argument("--seed", type=seed_int, default=default,
                          help="seed of the run, recorded so that it can be reproduced; the "
                               "privacy claims then hold only against whoever does not know it")
     seeding.add_argument("--secret-seed", action="store_true",
@@ -128,6 +128,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An argparse type: a seed, an integer in [0, 2**63)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a seed (an integer in [0, 2**63)), got "
+                                         f"{text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a seed (an integer in [0, 2**63)), got "
+                                         f"{value}")
     return value
 
 

@@ -4,6 +4,7 @@ units, with :meth:`qpriv.forecasting.inference.ForecastingRun.forecast_report`."
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
@@ -13,6 +14,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
     print_table,
+    seed_int,
 )
 from qpriv.errors import ArgumentError
 from qpriv.forecasting.artifacts import load_run
@@ -40,11 +42,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="passes with fresh noise to average, for methods that draw noise at "
                          "inference (default: the run's evaluation passes, at least 10); no "
                          "effect on deterministic methods")
-    fc.add_argument("--seed", type=int,
+    fc.add_argument("--seed", type=seed_int,
                     help="seed of the noise of the passes (default: derived from the run's)")
     fc.add_argument("--out", type=out_path, metavar="FILE.csv",
                     help="write the forecasts to this CSV and the run's privacy claims beside "
-                         "it (FILE.csv.claims.json)")
+                         "it (FILE.csv.claims.json); never the data read nor a file of the "
+                         "run")
+    fc.add_argument("--force", action="store_true",
+                    help="replace --out and its claims file if they exist")
     add_json_flag(fc)
     fc.set_defaults(handler=run)
 
@@ -52,7 +57,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Forecast, print (or write) the values, and the run's claims beside them."""
     run_ = load_run(args.run_dir)
-    out = None if args.out is None else check_output_path(args.out)  # before any work
     if args.csv is not None:
         if args.data_dir is not None:
             raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
@@ -60,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
         source = args.csv
     else:
         source = locate_dataset(dataset_spec(args.dataset).name, path=args.data_dir)
+    # before any work; the data read is kept where it is a file (a directory is refused below)
+    read = [source] if Path(source).is_file() else []
+    out = None if args.out is None else check_output_path(
+        args.out, overwrite=args.force, keep=[run_.run_dir, *read])
     report = run_.forecast_report(source, at=args.at, passes=args.passes, seed=args.seed)
-    written = report.write_csv(out) if out is not None else None
+    written = report.write_csv(out, overwrite=args.force) if out is not None else None
     if args.json:
         payload = report.to_json()
         payload["out"] = None if written is None else str(written[0])

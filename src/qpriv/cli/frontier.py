@@ -24,6 +24,9 @@ from qpriv.experiments.frontier import (
     run_frontier,
 )
 from qpriv.experiments.report import write_report_html
+from qpriv.forecasting.linear import MAX_DP_LINEAR_EPS
+from qpriv.privacy.calibration import MAX_EPS
+from qpriv.privacy.dpsgd_accounting import MAX_DPSGD_EPS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +38,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fr.add_argument("--unit", choices=UNITS, default="record",
                     help="the privacy unit the frontier is stated at")
     fr.add_argument("--eps", type=float, nargs="+", default=list(DEFAULT_EPS),
-                    help="privacy budgets, each > 0")
+                    help="privacy budgets, each > 0 and in every chosen method's range "
+                         f"(per-pass ones such as ldpt: at most {MAX_EPS:g}; dp-linear: at "
+                         f"most {MAX_DP_LINEAR_EPS:g}; DP-SGD: at most {MAX_DPSGD_EPS:g}), "
+                         "checked before any cell runs")
     fr.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS),
                     help="methods: private ones (dp-linear, dpsgd), ldpt (drawn as covering "
                          "neither targets nor weights) and references without eps (public, "

@@ -15,6 +15,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
     print_table,
+    seed_int,
 )
 from qpriv.experiments import quickstart as quick
 from qpriv.experiments.report import write_report_html
@@ -36,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="validation and test windows of each run")
     qs.add_argument("--eval-passes", type=positive_int, default=quick.QUICK_EVAL_PASSES,
                     help="test passes averaged (predictions are stochastic)")
-    qs.add_argument("--seed", type=int, default=2024, help="seed of every run")
+    qs.add_argument("--seed", type=seed_int, default=2024, help="seed of every run")
     qs.add_argument("--data-dir", type=existing_path, help="file or directory holding the data")
     qs.add_argument("--out", type=out_path,
                     help="keep runs here; an interrupted quickstart resumes from it")

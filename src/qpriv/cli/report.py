@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 from qpriv.cli.common import add_command, add_json_flag, emit_json, existing_path, positive_int
-from qpriv.experiments.report import FORECAST_WINDOWS, REPORT_FILE, detect, write_report_html
+from qpriv.experiments.report import (
+    FORECAST_WINDOWS,
+    MAX_FORECAST_WINDOWS,
+    REPORT_FILE,
+    detect,
+    write_report_html,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +26,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          f"(results.csv); {REPORT_FILE} is written into it")
     rp.add_argument("--data-dir", type=existing_path,
                     help="file or directory holding the runs' data, for the forecast plots "
-                         "(default: the path each run recorded, then $QPRIV_DATA_DIR)")
+                         "(default: the path each run recorded, then $QPRIV_DATA_DIR; data "
+                         "not found there is said on the page)")
     rp.add_argument("--windows", type=positive_int, default=FORECAST_WINDOWS,
-                    help="test windows drawn per channel in the forecast plots")
+                    help=f"test windows drawn per channel in the forecast plots, at most "
+                         f"{MAX_FORECAST_WINDOWS} (all of a run's test split where it holds "
+                         "fewer)")
     add_json_flag(rp)
     rp.set_defaults(handler=run)
 

@@ -12,6 +12,7 @@ from qpriv.cli.common import (
     add_command,
     add_grid_flags,
     emit_json,
+    seed_int,
 )
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.runner import experiment_list, print_list, run_experiment
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "windows) (default: the paper's full budget)")
     rp.add_argument("--budget", choices=("full", "quick", "tiny"),
                     help="explicit budget (tiny: the test suite's)")
-    rp.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the paper's)")
+    rp.add_argument("--seeds", type=seed_int, nargs="+", help="seeds (default: the paper's)")
     add_grid_flags(rp, out="runs/reproduce")
     rp.set_defaults(handler=run)
 

@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib
 import importlib.metadata
+import os
 import socket
 import traceback
 from collections.abc import Callable, Iterable, Sequence
@@ -238,7 +239,8 @@ def make_executor(name: str = "local", *, address: str | None = None) -> Executo
 
     Raises:
         InvalidInputError: an unknown name; an empty address, or one for the local executor;
-            ``ray`` where Ray is not installed.
+            ``ray`` where Ray is not installed, or with a HOST:PORT address (given or
+            ``$RAY_ADDRESS``) where nothing answers.
     """
     if name not in EXECUTORS:
         raise InvalidInputError(f"executor {name!r} is not one of {', '.join(EXECUTORS)}")
@@ -257,4 +259,8 @@ def make_executor(name: str = "local", *, address: str | None = None) -> Executo
             raise
         raise ArgumentError("{executor} needs Ray, which is not installed here; install it with "
                             f"{RAY_INSTALL}", values={"executor": "ray"}) from None
+    # a HOST:PORT where nothing listens is refused now, before the grid writes anything
+    cluster = address or os.environ.get("RAY_ADDRESS")
+    if cluster:
+        module.check_reachable(cluster)
     return module.RayExecutor(address=address)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import functools
 import io
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,16 +60,22 @@ from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_execu
 from qpriv.experiments.figures import frontier_plot
 from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
 from qpriv.experiments.runner import cell_cores, cell_dir, resolve_budget, run_cell
+from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.linear import check_dp_linear_eps
+from qpriv.forecasting.linear_run import DEFAULT_DELTA as LINEAR_DELTA
 from qpriv.forecasting.methods import (
     LINEAR,
     METHODS,
     NO_PRIVACY,
     check_method_eps,
     method,
+    setup_method,
 )
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Kind, Unit
+from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps, rdp_epsilon_floor
 from qpriv.runs.cache import cached_json
 from qpriv.runs.directory import check_folder
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
@@ -194,9 +201,9 @@ def plan(
     """The series of a frontier, every argument checked (nothing is run or written).
 
     Raises:
-        InvalidInputError: an unknown unit, an eps <= 0 (or above what a method can be
-            calibrated to), an eps or method given twice, an unknown method or one that states
-            no guarantee, a seed count < 1.
+        InvalidInputError: an unknown unit, an eps <= 0 or outside what a method's calibration
+            takes (:func:`check_frontier_eps`), an eps or method given twice, an unknown method
+            or one that states no guarantee, a seed count < 1.
     """
     if unit not in UNITS:
         raise InvalidInputError(f"unit {unit!r} is not a frontier unit; use one of "
@@ -224,7 +231,7 @@ def plan(
         entry = method(name)
         if entry.needs_eps:
             for value in eps:  # e.g. ldpt's calibration refuses an eps above its range
-                check_method_eps(name, float(value))
+                check_frontier_eps(name, float(value))
         deterministic = entry.family == LINEAR and not entry.needs_eps
         count = 1 if deterministic else seeds if entry.family == LINEAR else backbone_seeds
         series.append(Series(
@@ -234,6 +241,87 @@ def plan(
             unit=unit if role == COVERS and entry.family == LINEAR else None,
             family=entry.family))
     return series
+
+
+def dpsgd_delta(name: str) -> float | None:
+    """The delta method ``name`` is trained at by DP-SGD in a frontier's cell (None: it is not
+    trained by DP-SGD)."""
+    entry = method(name)
+    if not entry.needs_eps or entry.privacy != Kind.GLOBAL_DP:
+        return None
+    if entry.family == LINEAR:  # dp-linear releases by SSP; dpsgd-linear trains by DP-SGD
+        return None if name == "dp-linear" else LINEAR_DELTA
+    setup = setup_method(name, base=ModelConfig(seq_len=LINEAR_SEQ_LEN, horizon=24,
+                                                n_channels=1), eps=1.0)
+    return None if setup.dpsgd is None else float(setup.dpsgd["delta"])
+
+
+@functools.cache
+def _rdp_floor(delta: float) -> float:
+    return rdp_epsilon_floor(delta)
+
+
+def check_frontier_eps(name: str, eps: float) -> float:
+    """``eps`` if method ``name``'s calibration takes it, so that a budget it refuses is one
+    message before any cell runs, not one failed cell per seed: every method needs eps > 0;
+    a per-pass budget (ldpt, dp-input) at most 700 (:func:`check_method_eps`); dp-linear at
+    most :data:`~qpriv.forecasting.linear.MAX_DP_LINEAR_EPS`; a method trained by DP-SGD
+    above the RDP accountant's floor at its delta and at most
+    :data:`~qpriv.privacy.dpsgd_accounting.MAX_DPSGD_EPS` (the checks its cell makes in
+    :func:`~qpriv.privacy.dpsgd_accounting.noise_multiplier_for`).
+
+    Raises:
+        InvalidInputError: an eps outside the method's range, naming the range and the fix.
+    """
+    eps = check_method_eps(name, eps)
+    if name == "dp-linear":
+        return check_dp_linear_eps(eps)
+    delta = dpsgd_delta(name)
+    if delta is None:
+        return eps
+    check_dpsgd_eps(eps)
+    floor = _rdp_floor(delta)
+    if eps <= floor:
+        raise InvalidInputError(
+            f"method {name!r} finds no DP-SGD noise multiplier for eps = {eps:g} at delta = "
+            f"{delta:g}: even infinite noise converts to eps = {floor:.4g} over the RDP "
+            "accountant's orders; give budgets above it")
+    return eps
+
+
+def check_task(series: Sequence[Series], *, dataset: str, horizon: int, budget: Budget,
+               data_dir: str | Path | None) -> None:
+    """Refuse a dataset or a horizon its splits cannot hold at the longest look-back of the
+    frontier's families, before any cell runs: the loader's check
+    (:func:`~qpriv.forecasting.windows.load_forecasting_data`, which ``qpriv train`` and
+    ``qpriv quickstart`` make before writing), made once instead of once per cell.
+
+    Raises:
+        InvalidInputError: an unknown or missing dataset, or a split shorter than L + H.
+    """
+    seq_len = max(linear_settings(budget)["seq_len"] if s.family == LINEAR else budget.seq_len
+                  for s in series)
+    load_forecasting_data(dataset, seq_len=seq_len, horizon=horizon, data_dir=data_dir,
+                          max_train_windows=1, max_eval_windows=1)
+
+
+def make_out_folder(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` (and its parents) if it is not there, once every input is checked and
+    before any cell runs or any progress is printed; return it.
+
+    Raises:
+        InvalidInputError: it is a file or lies inside one, cannot be created, or is not
+            writable.
+    """
+    out = check_folder(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InvalidInputError(f"--out {out} cannot be created ({error.strerror or error}); "
+                                "name a folder you can write to") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"--out {out} is not writable; name a folder you can write to")
+    return out
 
 
 def linear_settings(budget: Budget) -> dict[str, Any]:
@@ -351,17 +439,20 @@ def run_frontier(
 
     Raises:
         InvalidInputError: bad input (see :func:`plan`), an unknown budget or dataset, a
-            horizon < 1, an unknown executor, ``ray`` without Ray installed or without a
-            cluster at ``address``; raised before anything is written.
+            horizon < 1 or one the dataset's splits cannot hold (:func:`check_task`), an
+            unknown executor, ``ray`` without Ray installed or without a cluster at
+            ``address``, an ``out_dir`` that cannot be created or written; raised before any
+            cell runs, and all but the last before anything is written.
     """
     horizon = require_positive_int("horizon", horizon)
     budget = resolve_budget(budget)
     series = plan(unit=unit, eps=eps, methods=methods, seeds=seeds,
                   backbone_seeds=backbone_seeds)
     threads = 1 if threads is None else require_positive_int("threads", threads)
+    check_task(series, dataset=dataset, horizon=horizon, budget=budget, data_dir=data_dir)
     runs = make_executor(executor, address=address)
     fingerprint = Fingerprint.here([dataset], data_dir=data_dir)
-    out = check_folder(out_dir)
+    out = make_out_folder(out_dir)
     started = time.perf_counter()
     jobs = frontier_jobs(series, dataset=dataset, horizon=horizon)
     cells = [frontier_job(cell, series=s, budget=budget, out_dir=out, data_dir=data_dir,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.audits.channel import ChannelAudit, audit_channel
+from qpriv.errors import InvalidInputError
 from qpriv.experiments.frontier import (
     DEFAULT_BACKBONE_SEEDS,
     DEFAULT_METHODS,
@@ -47,7 +48,7 @@ from qpriv.forecasting.rigorous import rigorous_cached
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
 from qpriv.progress import JobProgress, Part, say
 from qpriv.runs.files import read_json_object
-from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
+from qpriv.runs.layout import CHECKPOINT_FILE, REPORT_FILE, RESULT_FILE
 
 #: The quickstart budget: chosen so that the whole job (the three runs, the accounting, the
 #: audit and the quick frontier) finishes in under 10 minutes on 2 idle CPU cores.
@@ -252,10 +253,12 @@ def plan_quickstart(
     (they cost nothing), and its frontier's cells. Nothing is run or written.
 
     Raises:
-        InvalidInputError: an unknown frontier budget, or a run that cannot be set up.
+        InvalidInputError: an unknown frontier budget, a run that cannot be set up, or an
+            ``out_dir`` that holds anything but an earlier quickstart's folders and page.
     """
     out = None if out_dir is None else Path(out_dir)
     budget = resolve_budget(frontier_budget)
+    _check_quickstart_folder(out, runs)
     n_parts = len(runs) + 2
     planned = []
     for i, run in enumerate(runs, 1):
@@ -290,6 +293,25 @@ def plan_quickstart(
         runs=tuple(planned), audit=audit, audit_eps=audit_eps, frontier=frontier,
         frontier_budget=budget, frontier_cells=len(cells),
         frontier_reused=sum(1 for c in cells if c == REUSED_SECONDS))
+
+
+def _check_quickstart_folder(out: Path | None, runs: Sequence[QuickstartRun]) -> None:
+    """Refuse an ``out`` that is a file, or a folder holding anything but what a quickstart
+    keeps there (its runs' folders, ``frontier`` and the page), before anything is trained:
+    a quickstart never mixes its folders into a run's or another command's."""
+    if out is None or not out.exists():
+        return
+    if not out.is_dir():
+        raise InvalidInputError(f"out_dir {out} is a file; name a folder for the quickstart")
+    own = {*(run_dir_name(run) for run in runs), "frontier", REPORT_FILE}
+    others = sorted(p.name for p in out.iterdir() if p.name not in own
+                    and not p.name.startswith("."))
+    if others:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise InvalidInputError(
+            f"out_dir {out} holds {shown}, which a quickstart does not write: it keeps its "
+            "runs, its frontier and its page in a folder of its own; choose a new or empty "
+            "out_dir, or an earlier quickstart's")
 
 
 def frontier_cell_seconds(*, dataset: str, horizon: int, budget: Budget,

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import csv
 import io
 import math
 import re
@@ -39,11 +40,12 @@ import pandas as pd
 import torch
 from markupsafe import Markup, escape
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.frontier import (
     FRONTIER_CSV,
     FRONTIER_MD,
     FRONTIER_PNG,
+    ROLES,
     FrontierReport,
     explain,
 )
@@ -51,6 +53,7 @@ from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS
 from qpriv.experiments.runner import (
+    EPS_COLUMNS,
     FIGURE_PNG,
     REPORT_JSON,
     RESULTS_CSV,
@@ -60,14 +63,21 @@ from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import atomic_write_text, read_json_object
-from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
+from qpriv.runs.layout import (
+    BEST_FILE,
+    CONFIG_FILE,
+    LINEAR_MODEL_FILE,
+    REPORT_FILE,
+    RESULT_FILE,
+)
 from qpriv.training.evaluation import seeded_noise
 from qpriv.training.seeding import derive_seed
 
-REPORT_FILE = "report.html"
-"""The report's file name, written into the directory it reports on."""
 FORECAST_WINDOWS = 3
 """Test windows drawn per channel in the forecast-against-actual plots."""
+MAX_FORECAST_WINDOWS = 12
+"""The most test windows the forecast figure draws: each is a column of panels, and a wider
+figure takes minutes to lay out and cannot be read on a page."""
 
 RUN = "run"
 CLASSIFIER = "classifier"
@@ -430,7 +440,8 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                                   "form, in one step."))
     section.children.append(curves)
     section.children.append(Section("Forecasts against the actual values",
-                                    blocks=forecast_blocks(run_dir, data_dir=data_dir,
+                                    blocks=forecast_blocks(run_dir, result=result,
+                                                           data_dir=data_dir,
                                                            windows=windows)))
     return section
 
@@ -477,14 +488,30 @@ def forecast_windows(run: LoadedRun | LinearRun, *,
                                      for i in index))
 
 
-def forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
+def forecast_blocks(run_dir: Path, *, result: ForecastResult, data_dir: str | Path | None,
                     windows: int) -> list[Block]:
-    """The plot of :func:`forecast_windows`: per channel, the look-back's tail, the actual
-    values and the forecast. A run whose data or weights cannot be read gets a note instead."""
+    """The plot of :func:`forecast_windows` for the run in ``run_dir`` (``result`` its
+    result.json): per channel, the look-back's tail, the actual values and the forecast, for
+    ``windows`` test windows (all the split holds where it holds fewer, said in the caption).
+    A run that diverged before it had a model, or whose data cannot be found where it looks
+    with no ``data_dir`` given (a run moved from another machine), gets a note instead.
+
+    Raises:
+        InvalidInputError: the run's weights or settings are missing or damaged (the run
+            directory is incomplete: :func:`~qpriv.forecasting.artifacts.load_run`), or
+            ``data_dir`` does not hold the run's data.
+    """
+    if result.diverged_epoch and not any((run_dir / name).is_file()
+                                         for name in (BEST_FILE, LINEAR_MODEL_FILE)):
+        return [Text(f"Forecasts not drawn: training diverged at epoch {result.diverged_epoch} "
+                     "(loss not finite) before any epoch had a finite validation loss, so the "
+                     "run has no model.")]
+    run = load_run(run_dir, data_dir=data_dir)
     try:
-        run = load_run(run_dir, data_dir=data_dir)
         drawn = forecast_windows(run, count=windows)
     except InvalidInputError as error:
+        if data_dir is not None:  # the data the caller named is not the run's
+            raise
         return [Text(f"Forecasts not drawn: {error}")]
     horizon = drawn.actual.shape[1]
     total = run.result.windows.get("test", "?")
@@ -492,8 +519,11 @@ def forecast_blocks(run_dir: Path, *, data_dir: str | Path | None,
               for i, row in zip(drawn.index, drawn.file_rows, strict=True)]
     png = forecasts_png(lookback=drawn.lookback, actual=drawn.actual, forecast=drawn.forecast,
                         channels=run.request.channels, titles=titles)
+    count = len(drawn.index)
+    fewer = (f" (all the run's test split holds: {windows} were asked)" if count < windows
+             else "")
     return [png_figure(
-        f"Forecasts of the best-validation model for {len(drawn.index)} test windows, per "
+        f"Forecasts of the best-validation model for {count} test windows{fewer}, per "
         "channel (z-scored units): the look-back's tail (grey), the actual values (black) and "
         "the forecast (red)", png)]
 
@@ -579,12 +609,93 @@ def comparison_section(runs: Sequence[Path]) -> Section:
 # -- a frontier -----------------------------------------------------------------------------------
 
 
-def _csv_rows(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
-    """A result CSV's columns and rows, missing values as None and numbers as Python's."""
+@dataclass(frozen=True)
+class TableSpec:
+    """What a result table that a command writes must hold for its report to be right: the
+    command (named in the fix), the columns read, those that every row fills and those that
+    hold numbers. A file that breaks it is damaged (cut short, overwritten, edited) and is
+    refused rather than drawn as a wrong row."""
+
+    command: str
+    columns: tuple[str, ...] = ()
+    filled: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    paper_twins: bool = False
+    """Whether the paper's numbers (``paper_<name>``) and the columns they stand beside
+    (``<name>``) hold numbers too."""
+
+    def number_columns(self, header: Sequence[str]) -> list[str]:
+        """The columns of ``header`` that hold numbers."""
+        twins = [n for n in header if n.startswith("paper_")] if self.paper_twins else []
+        wanted = {*self.numbers, *twins, *(n.removeprefix("paper_") for n in twins)}
+        return [name for name in header if name in wanted]
+
+    def damaged(self, path: Path, problem: str) -> InvalidInputError:
+        """The error for ``path`` with ``problem``: damaged, and how to write it again."""
+        return InvalidInputError(
+            f"{path} is damaged or was not written by {self.command} ({problem}); run "
+            f"{self.command} again with the same --out to write it again (finished cells are "
+            "kept)")
+
+
+FRONTIER_TABLE = TableSpec(
+    command="qpriv frontier",
+    columns=("method", "eps", "unit", "role", "reading", "claim_kind", "claim_accounting",
+             "claim_unit", "delta", "covers_unit", "covers_weights", "mse_mean", "mse_sd",
+             "mae_mean", "mae_sd", "n_seeds", "failed_seeds", "family", "seq_len",
+             "train_windows", "test_windows", "budget"),
+    filled=("method", "unit", "role", "reading", "covers_unit", "covers_weights", "n_seeds",
+            "failed_seeds", "family", "budget"),
+    numbers=("eps", "delta", "mse_mean", "mse_sd", "mae_mean", "mae_sd", "n_seeds",
+             "failed_seeds", "seq_len", "train_windows", "test_windows"))
+"""What :func:`frontier_section` reads from ``frontier.csv``."""
+
+
+def _read_table(path: Path, spec: TableSpec) -> tuple[list[str], list[dict[str, Any]]]:
+    """A result CSV's columns and rows, missing values as None and numbers as Python's, once
+    it is known to be whole: every line ends (pandas ends the file with a newline, a file cut
+    short does not) and has the header's fields, ``spec``'s columns are there, its filled
+    columns hold a value in every row and its number columns numbers. A file holding only a
+    newline is pandas' table without rows or columns (every cell failed).
+
+    Raises:
+        InvalidInputError: the file cannot be read or breaks any of that (names the file,
+            the problem and the command that writes it again).
+    """
     try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise InvalidInputError(f"{path} is not a readable CSV ({error}); {_FIX}") from error
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise spec.damaged(path, f"{type(error).__name__}: {error}") from error
+    if text == "\n" and not spec.columns:
+        return [], []
+    if not text.strip():
+        raise spec.damaged(path, "the file is empty")
+    if not text.endswith("\n"):
+        raise spec.damaged(path, "its last line is cut short: the file was truncated")
+    records = [record for record in csv.reader(io.StringIO(text)) if record]
+    header = records[0]
+    for number, record in enumerate(records[1:], 1):
+        if len(record) != len(header):
+            raise spec.damaged(path, f"row {number} has {len(record)} fields, the header "
+                                     f"{len(header)}")
+    missing = [name for name in spec.columns if name not in header]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise spec.damaged(path, f"it lacks the column {', '.join(missing[:3])}{more}")
+    try:
+        frame = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as error:
+        raise spec.damaged(path, f"not a readable CSV: {error}") from error
+    for name in spec.filled:
+        empty = frame.index[frame[name].isna()]
+        if len(empty):
+            raise spec.damaged(path, f"row {empty[0] + 1} has no {name}")
+    for name in spec.number_columns(list(frame.columns)):
+        values = pd.to_numeric(frame[name], errors="coerce")
+        wrong = frame.index[values.isna() & frame[name].notna()]
+        if len(wrong):
+            raise spec.damaged(path, f"row {wrong[0] + 1}'s {name} is "
+                                     f"{frame[name][wrong[0]]!r}, not a number")
     records = frame.astype(object).where(frame.notna(), None).to_dict("records")
     rows = [{key: value.item() if isinstance(value, np.generic) else value
              for key, value in record.items()} for record in records]
@@ -615,7 +726,11 @@ def _markdown_title(path: Path, fallback: str) -> str:
 def frontier_section(where: Path) -> Section:
     """The frontier in ``where``: its plot, its table (what each row's claim is and covers,
     test MSE and MAE with their sd over the seeds), how to read the rows, the settings."""
-    _, rows = _csv_rows(where / FRONTIER_CSV)
+    _, rows = _read_table(where / FRONTIER_CSV, FRONTIER_TABLE)
+    unknown = next((r["role"] for r in rows if r["role"] not in ROLES), None)
+    if unknown is not None:
+        raise FRONTIER_TABLE.damaged(where / FRONTIER_CSV, f"role {unknown!r} is none of "
+                                                           f"{', '.join(ROLES)}")
     title = _markdown_title(where / FRONTIER_MD, f"Privacy-utility frontier: {where}")
     budget = rows[0]["budget"] if rows else where.name
     section = Section(f"{title} (budget {budget})")
@@ -656,12 +771,32 @@ def frontier_section(where: Path) -> Section:
 # -- a reproduction -------------------------------------------------------------------------------
 
 
+REPRODUCE_TABLE = TableSpec(command="qpriv reproduce", numbers=EPS_COLUMNS, paper_twins=True)
+"""What :func:`reproduce_section` reads from ``results.csv`` (its columns are the
+experiment's)."""
+
+
+def _read_reproduction(where: Path, summary: Mapping[str, Any]
+                       ) -> tuple[list[str], list[dict[str, Any]]]:
+    """``results.csv`` of a reproduction (:func:`_read_table`), and where ``summary``
+    (``report.json``, written with it) records its columns and rows, the same ones."""
+    path = where / RESULTS_CSV
+    columns, rows = _read_table(path, REPRODUCE_TABLE)
+    stored_columns, stored_rows = summary.get("columns"), summary.get("rows")
+    if isinstance(stored_columns, list) and stored_columns and stored_columns != columns:
+        raise REPRODUCE_TABLE.damaged(path, f"its columns are not those {REPORT_JSON} records")
+    if isinstance(stored_rows, list) and len(stored_rows) != len(rows):
+        raise REPRODUCE_TABLE.damaged(path, f"{len(rows)} rows where {REPORT_JSON} records "
+                                            f"{len(stored_rows)}")
+    return columns, rows
+
+
 def reproduce_section(where: Path) -> Section:
     """A reproduction in ``where``: its figure, its table (ours beside the paper's numbers),
     what each epsilon column is, the notes on the paper's numbers and any failed cells."""
-    columns, rows = _csv_rows(where / RESULTS_CSV)
     summary = (read_json_object(where / REPORT_JSON, fix=_FIX)
                if (where / REPORT_JSON).is_file() else {})
+    columns, rows = _read_reproduction(where, summary)
     exp_id = str(summary.get("id", where.parent.name))
     exp = EXPERIMENTS.get(exp_id)
     title = f"{exp_id}: {exp.title}" if exp is not None else exp_id
@@ -739,14 +874,20 @@ def render_report(directory: str | Path, *, data_dir: str | Path | None = None,
     Args:
         directory: a folder a qpriv command wrote.
         data_dir: where a run's data is (None: its recorded path where that file exists,
-            else ``$QPRIV_DATA_DIR`` and the user cache); data that cannot be found is said so
-            on the page instead of the forecast plots.
-        windows: test windows drawn per channel.
+            else ``$QPRIV_DATA_DIR`` and the user cache, where data that cannot be found is
+            said so on the page instead of the forecast plots).
+        windows: test windows drawn per channel, 1 to :data:`MAX_FORECAST_WINDOWS` (a run
+            whose test split holds fewer draws them all, and says so).
 
     Raises:
-        InvalidInputError: the directory holds nothing to report on, or a result file in it
-            is damaged.
+        InvalidInputError: ``windows`` is outside that range; the directory holds nothing to
+            report on; a result file or table in it is damaged; a run in it lacks its
+            weights or has damaged ones; ``data_dir`` does not hold a run's data.
     """
+    if require_positive_int("windows", windows) > MAX_FORECAST_WINDOWS:
+        raise ArgumentError(f"{{windows}} = {windows!r} is outside the valid range [1, "
+                            f"{MAX_FORECAST_WINDOWS}]: the forecast figure draws each test "
+                            "window as a column of panels")
     contents = detect(directory)
     sections = report_sections(contents, data_dir=data_dir, windows=windows)
     return _ENVIRONMENT.get_template("report.html").render(

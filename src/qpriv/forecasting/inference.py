@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -98,6 +99,11 @@ def released_digest(digest: str | None) -> str | None:
     and a forecast's output never carry it; config.json keeps it for the run's own checks
     (:data:`SOURCE_NOTE`)."""
     return digest if digest in {spec.sha256 for spec in DATASETS.values()} else None
+
+
+MAX_PASSES = 10_000
+"""The most passes a forecast averages: the spread of a mean over them is a hundredth of one
+pass's, far below what a forecast's digits show."""
 
 
 @dataclass(frozen=True)
@@ -238,15 +244,19 @@ class Forecast:
                     if spreads else None),
         }
 
-    def write_csv(self, path: str | Path) -> tuple[Path, Path]:
+    def write_csv(self, path: str | Path, *, overwrite: bool = False) -> tuple[Path, Path]:
         """Write the frame to the CSV ``path`` (its date column first, full precision) and the
         :meth:`summary` beside it as ``<path>.claims.json``, each atomically; return both
         paths. ``pandas.read_csv(path, index_col=0, parse_dates=True)`` reads the frame back.
+        Neither may be the data read, nor lie in the run's directory; existing files are
+        replaced only when ``overwrite``.
 
         Raises:
             InvalidInputError: see :func:`check_output_path`.
         """
-        path = check_output_path(path)
+        read = Path(self.source)
+        keep = [self.run_dir, *([read] if read.is_file() else [])]
+        path = check_output_path(path, overwrite=overwrite, keep=keep)
         sidecar = claims_path(path)
         atomic_write_json(sidecar, self.summary())
         atomic_write_text(path, self.frame.to_csv(index_label=self.frame.index.name))
@@ -259,11 +269,16 @@ def claims_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".claims.json")
 
 
-def check_output_path(path: str | Path) -> Path:
-    """``path`` as a Path if a forecast CSV may be written there.
+def check_output_path(path: str | Path, *, overwrite: bool = False,
+                      keep: Sequence[str | Path] = ()) -> Path:
+    """``path`` as a Path if a forecast CSV (and its ``<path>.claims.json``) may be written
+    there: never over a file of ``keep`` (the data read, a run's directory and what it
+    holds), and over an existing file only when ``overwrite``.
 
     Raises:
-        InvalidInputError: ``path`` is a directory, or its directory does not exist.
+        InvalidInputError: ``path`` is a directory; its directory does not exist or is not
+            writable; it or its claims file is one of ``keep`` or lies inside one; it or its
+            claims file exists and ``overwrite`` is False.
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -272,6 +287,20 @@ def check_output_path(path: str | Path) -> Path:
     if not path.parent.is_dir():
         raise InvalidInputError(f"--out {path}: its directory {path.parent} does not exist; "
                                 "create it first or write elsewhere")
+    if not os.access(path.parent, os.W_OK):
+        raise InvalidInputError(f"--out {path}: its directory {path.parent} is not writable; "
+                                "write elsewhere")
+    for target in (path, claims_path(path)):
+        resolved = target.resolve()
+        for kept in keep:
+            kept = Path(kept).expanduser().resolve()
+            if resolved == kept or kept in resolved.parents:
+                raise InvalidInputError(
+                    f"--out {path} would overwrite {target} of {kept}, which this forecast "
+                    "reads; write the forecast elsewhere")
+        if target.exists() and not overwrite:
+            raise InvalidInputError(f"--out {path}: {target} exists; pass --force to replace "
+                                    "it, or write elsewhere")
     return path
 
 
@@ -417,13 +446,19 @@ class ForecastingRun(ABC):
         ``seed + m``.
 
         Raises:
-            InvalidInputError: ``passes`` < 1; a CSV that is missing, a directory or
+            InvalidInputError: ``passes`` < 1 or above :data:`MAX_PASSES`; a CSV that is
+                missing, a directory or
                 unreadable; data without the run's channels (the missing ones are named), with
                 another frequency than the run's (both named) or with bad values; ``at`` not a
                 timestamp of the data, or with fewer than L rows up to it.
         """
         if passes is not None:
             passes = require_positive_int("passes", passes)
+            if passes > MAX_PASSES:
+                raise InvalidInputError(
+                    f"passes = {passes} is above {MAX_PASSES}, whose mean already has a "
+                    "hundredth of one pass's spread; ask for at most "
+                    f"{MAX_PASSES}")
         record = self.inference
         if record.freq is None:
             raise InvalidInputError(

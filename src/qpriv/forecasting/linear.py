@@ -41,7 +41,12 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import torch
 
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import (
+    InvalidInputError,
+    require_in_range,
+    require_positive_int,
+    require_seed,
+)
 from qpriv.forecasting.windows import (
     WINDOW_COUNT_NOTE,
     ForecastData,
@@ -63,9 +68,11 @@ from qpriv.privacy.ssp import (
 
 __all__ = [
     "COVERS_LINEAR",
+    "MAX_DP_LINEAR_EPS",
     "DPLinearFit",
     "LinearForecaster",
     "LinearSpec",
+    "check_dp_linear_eps",
     "evaluate",
     "fit_dp_linear",
     "fit_ridge",
@@ -81,6 +88,11 @@ CONSTANT_CHANNEL_NOTE = (
     "a channel that is constant on the training split is refused before any fit (the loader "
     "cannot z-score it): that refusal reads the training data and is not covered")
 """What escapes a dp-linear claim besides the named hyper-parameters: whether it runs at all."""
+MAX_DP_LINEAR_EPS = 1e6
+"""The largest budget :func:`fit_dp_linear` takes. Its analytic Gaussian calibration stays
+finite and warning-free for every delta in (0, 1) up to 1e6 (its root search first warns
+near eps = 3.8e6 and fails soon after), and its private quantiles' logits stay far from
+overflow; e^eps is then far beyond any meaningful guarantee. The same cap as DP-SGD's."""
 PUBLIC_KINDS = ("naive", "profile", "profile-level")
 Scaler = Literal["private", "data"] | ZScoreScaler
 
@@ -144,6 +156,16 @@ class LinearSpec:
 
 
 STANDARD_LINEAR = LinearSpec()
+
+
+def check_dp_linear_eps(eps: float) -> float:
+    """Return dp-linear's budget ``eps`` if it is a finite number in
+    (0, :data:`MAX_DP_LINEAR_EPS`], else raise :class:`~qpriv.errors.ArgumentError`."""
+    return require_in_range(
+        "eps", eps, low=0.0, high=MAX_DP_LINEAR_EPS,
+        hint=f"a privacy budget must be > 0; above {MAX_DP_LINEAR_EPS:g} it promises nothing "
+             "(and the noise calibration breaks down): fit the non-private ridge (method "
+             "ridge) instead")
 
 
 def _check_lengths(spec: LinearSpec, seq_len: int, horizon: int) -> None:
@@ -431,9 +453,10 @@ def fit_dp_linear(
     None draws it from the operating system's entropy (:mod:`qpriv.privacy.randomness`).
 
     Raises:
-        InvalidInputError: a bad eps, delta, unit, share or clip, or an unknown scaler.
+        InvalidInputError: a bad eps (> 0, at most :data:`MAX_DP_LINEAR_EPS`), delta, unit,
+            share or clip, or an unknown scaler.
     """
-    eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
+    eps = check_dp_linear_eps(eps)
     delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
                              hint="delta is a probability in (0, 1), typically 1e-6")
     if unit not in DEFAULTS:
@@ -446,7 +469,7 @@ def fit_dp_linear(
         "ridge_scale", defaults["ridge_scale"] if ridge_scale is None else ridge_scale,
         low=0.0, low_inclusive=True)
     features, public, outputs = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(None if seed is None else require_seed("seed", seed))
     raw = data.train_raw  # the file's own values: see ForecastData.train_raw
 
     if the_unit == Unit.WINDOW:

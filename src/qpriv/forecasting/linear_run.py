@@ -25,6 +25,7 @@ from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import SOURCE_NOTE, InferenceRecord
 from qpriv.forecasting.linear import (
     STANDARD_LINEAR,
+    check_dp_linear_eps,
     evaluate,
     fit_dp_linear,
     fit_ridge,
@@ -36,6 +37,7 @@ from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import original_units
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
+from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
@@ -92,7 +94,8 @@ def run_linear(
         raise ArgumentError("the window unit normalises each window by its own statistics and "
                             "uses no scaler; leave {scaler} out")
     if private:  # checked before anything is written
-        eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
+        # dp-linear's own range; dpsgd-linear trains by DP-SGD
+        eps = check_dp_linear_eps(eps) if method == "dp-linear" else check_dpsgd_eps(eps)
         delta = require_in_range("delta", DEFAULT_DELTA if delta is None else delta, low=0.0,
                                  high=1.0, high_inclusive=False,
                                  hint="delta is a probability in (0, 1), typically 1e-6")
@@ -102,13 +105,15 @@ def run_linear(
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
-    linear_maps(STANDARD_LINEAR, seq_len=seq_len, horizon=horizon)  # a look-back too short
     out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,), command="train")
     with torch_threads(threads) as used_threads:
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
             data_dir=data_dir, max_train_windows=max_train_windows,
             max_eval_windows=max_eval_windows)
+        # a look-back too short for the features is refused; after the data, which refuses
+        # one longer than the series before its L x L maps are built
+        linear_maps(STANDARD_LINEAR, seq_len=seq_len, horizon=horizon)
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),

@@ -207,6 +207,14 @@ def run_forecast(
                             "file itself: leave {data_dir} out")
     unit = entry.check_unit(unit)
     if entry.family == LINEAR:
+        if accounting == "rigorous":
+            raise ArgumentError(
+                "{accounting} calibrates the channel of an LDPT method with finite shots "
+                f"(ldpt or an ablation that keeps the channel); method {method!r} has none: "
+                "leave {accounting} out"
+                + (" and give its budget as {eps} (its own guarantee is accounted at the unit "
+                   "given)" if entry.needs_eps else ""),
+                values={"accounting": "rigorous"})
         ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
                    "eval_passes": None if eval_passes == 1 else eval_passes}
         given = [name for name, value in ignored.items() if value is not None]

@@ -53,7 +53,12 @@ from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import (
+    InvalidInputError,
+    require_in_range,
+    require_positive_int,
+    require_seed,
+)
 from qpriv.privacy.calibration import (
     DEFAULT_ALPHA,
     DEFAULT_D,
@@ -543,7 +548,7 @@ def search_worst_pairs(
         value.backward()
         return -float(value.detach()) / scale, -xt.grad.numpy() / scale
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(require_seed("seed", seed))
     starts = [("local search from the SIC-aligned pair", _pair_parameters(aligned))]
     starts += [(f"local search from random pair {i}", rng.standard_normal(4 * dim))
                for i in range(restarts)]

@@ -69,6 +69,18 @@ MAX_DPSGD_EPS = 1e6
 search does not end near 1e20)."""
 
 
+def check_dpsgd_eps(eps: float) -> float:
+    """``eps`` if DP-SGD can be calibrated to it: in (0, :data:`MAX_DPSGD_EPS`].
+
+    Raises:
+        InvalidInputError: ``eps`` outside that range, with the fix.
+    """
+    return require_in_range("eps", eps, low=0.0, high=MAX_DPSGD_EPS,
+                            hint=f"a privacy budget must be > 0; above {MAX_DPSGD_EPS:g} it "
+                                 "promises nothing (and Opacus's search for sigma does not "
+                                 "end): train without --eps instead")
+
+
 def noise_multiplier_for(
     *, eps: float, delta: float, sample_rate: float, steps: int, accountant: str = "rdp"
 ) -> float:
@@ -79,10 +91,7 @@ def noise_multiplier_for(
     """
     from opacus.accountants.utils import get_noise_multiplier
 
-    eps = require_in_range("eps", eps, low=0.0, high=MAX_DPSGD_EPS,
-                           hint=f"a privacy budget must be > 0; above {MAX_DPSGD_EPS:g} it "
-                                "promises nothing (and Opacus's search for sigma does not end): "
-                                "train without --eps instead")
+    eps = check_dpsgd_eps(eps)
     _check(accountant, delta=delta, sample_rate=sample_rate, steps=steps)
     if accountant == "rdp" and eps <= rdp_epsilon_floor(delta):
         raise InvalidInputError(

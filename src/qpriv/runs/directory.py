@@ -20,7 +20,7 @@ from qpriv.runs.files import (
     changed_settings,
     read_json_object,
 )
-from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE
+from qpriv.runs.layout import CONFIG_FILE, RESULT_FILE, RUN_FILES
 
 NEW_RUN = "start a new run in another out_dir"
 
@@ -56,7 +56,8 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
         command: the ``qpriv`` command of this kind of run, named in the messages.
 
     Raises:
-        InvalidInputError: ``out_dir`` is a file or lies inside one; it holds a run and
+        InvalidInputError: ``out_dir`` is a file or lies inside one; it holds other files
+            but none of a run (:data:`~qpriv.runs.layout.RUN_FILES`); it holds a run and
             ``resume`` is False; ``resume`` without an ``out_dir``, or with one that holds a
             run but no :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
     """
@@ -67,6 +68,15 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
         return None
     out = check_folder(out_dir, flag="out_dir")
     held = [name for name in marks if (out / name).exists()]
+    # a run writes several files into its own folder: never mix them into a folder of other
+    # files (an unfinished run that got as far as its settings is still a run)
+    names = {path.name for path in out.iterdir()} if out.is_dir() else set()
+    others = sorted(name for name in names if not name.startswith("."))
+    if others and not names & RUN_FILES:
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        raise InvalidInputError(f"out_dir {out} holds other files ({shown}) and no qpriv run; "
+                                "a run writes several files into its own folder: choose a new "
+                                "or empty out_dir")
     if held and not resume:
         what = "a finished run" if RESULT_FILE in held else "an unfinished run"
         raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "

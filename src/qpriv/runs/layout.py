@@ -25,3 +25,8 @@ MIA_FILE = "mia.json"
 """The membership-inference attack on a finished forecaster (Table 9), kept beside it."""
 LINEAR_MODEL_FILE = "linear.npz"
 """A linear forecaster's kernel (H x L), for the public floor, the ridge and dp-linear."""
+REPORT_FILE = "report.html"
+"""``qpriv report``'s page of a run, a grid or a quickstart, written into its folder."""
+RUN_FILES = frozenset({CONFIG_FILE, RESULT_FILE, CHECKPOINT_FILE, BEST_FILE, REFERENCE_FILE,
+                       TUNING_FILE, MIA_FILE, LINEAR_MODEL_FILE, REPORT_FILE})
+"""Every name above: a folder holding one of them holds (part of) a run."""

@@ -82,9 +82,9 @@ DEFAULT_SCALES = (0.5, 2.0, 10.0)
 STATE_TOLERANCE = 1e-9
 OUTPUT_TOLERANCE = 1e-9
 FIX = {"normalisation": "fixed", "gate": 1.0}
+"""The configuration changes that close the side channels of an LDPT model."""
 MAX_WINDOWS = 4096
 """The most windows the audit probes: it asks which paths exist, which a few windows show."""
-"""The configuration changes that close the side channels of an LDPT model."""
 
 
 class AuditConsistencyError(QprivError):

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from qpriv.errors import QprivError
+from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
 
@@ -132,16 +132,16 @@ def positive_int(text: str) -> int:
 
 
 def seed_int(text: str) -> int:
-    """An argparse type: a seed, an integer in [0, 2**63)."""
+    """An argparse type: a seed, as :func:`qpriv.errors.require_seed` takes it."""
+    expected = "expected a seed (an integer in [0, 2**63)), got"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a seed (an integer in [0, 2**63)), got "
-                                         f"{text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected a seed (an integer in [0, 2**63)), got "
-                                         f"{value}")
-    return value
+        raise argparse.ArgumentTypeError(f"{expected} {text!r}") from None
+    try:
+        return require_seed("seed", value)
+    except InvalidInputError:
+        raise argparse.ArgumentTypeError(f"{expected} {value}") from None
 
 
 def number(entry: object) -> object:

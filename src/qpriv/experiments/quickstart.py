@@ -47,6 +47,7 @@ from qpriv.forecasting.methods import LINEAR, setup_method
 from qpriv.forecasting.rigorous import rigorous_cached
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
 from qpriv.progress import JobProgress, Part, say
+from qpriv.runs.directory import first_names, visible_entries
 from qpriv.runs.files import read_json_object
 from qpriv.runs.layout import CHECKPOINT_FILE, REPORT_FILE, RESULT_FILE
 
@@ -304,14 +305,12 @@ def _check_quickstart_folder(out: Path | None, runs: Sequence[QuickstartRun]) ->
     if not out.is_dir():
         raise InvalidInputError(f"out_dir {out} is a file; name a folder for the quickstart")
     own = {*(run_dir_name(run) for run in runs), "frontier", REPORT_FILE}
-    others = sorted(p.name for p in out.iterdir() if p.name not in own
-                    and not p.name.startswith("."))
+    others = [name for name in visible_entries(out) if name not in own]
     if others:
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         raise InvalidInputError(
-            f"out_dir {out} holds {shown}, which a quickstart does not write: it keeps its "
-            "runs, its frontier and its page in a folder of its own; choose a new or empty "
-            "out_dir, or an earlier quickstart's")
+            f"out_dir {out} holds {first_names(others)}, which a quickstart does not write: "
+            "it keeps its runs, its frontier and its page in a folder of its own; choose a new "
+            "or empty out_dir, or an earlier quickstart's")
 
 
 def frontier_cell_seconds(*, dataset: str, horizon: int, budget: Budget,

@@ -88,7 +88,11 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, *, address: str | None = None, num_cpus: int | None = None) -> None:
-        self.address = address
+        """Raises :class:`~qpriv.errors.ArgumentError` for a HOST:PORT ``address`` (given, or
+        ``$RAY_ADDRESS``) where nothing answers: before a grid writes anything."""
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        if self.address:
+            check_reachable(self.address)
         self.num_cpus = num_cpus
         self._started = False
         self._held = False
@@ -103,9 +107,7 @@ class RayExecutor:
         """
         if ray.is_initialized():
             return
-        address = self.address or os.environ.get("RAY_ADDRESS") or None
-        if address:
-            check_reachable(address)
+        address = self.address  # checked when this executor was made
         try:
             if address:
                 ray.init(address=address, logging_level=logging.WARNING)

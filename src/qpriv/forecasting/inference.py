@@ -290,10 +290,10 @@ def check_output_path(path: str | Path, *, overwrite: bool = False,
     if not os.access(path.parent, os.W_OK):
         raise InvalidInputError(f"--out {path}: its directory {path.parent} is not writable; "
                                 "write elsewhere")
+    kept_paths = [Path(kept).expanduser().resolve() for kept in keep]
     for target in (path, claims_path(path)):
         resolved = target.resolve()
-        for kept in keep:
-            kept = Path(kept).expanduser().resolve()
+        for kept in kept_paths:
             if resolved == kept or kept in resolved.parents:
                 raise InvalidInputError(
                     f"--out {path} would overwrite {target} of {kept}, which this forecast "
@@ -447,18 +447,17 @@ class ForecastingRun(ABC):
 
         Raises:
             InvalidInputError: ``passes`` < 1 or above :data:`MAX_PASSES`; a CSV that is
-                missing, a directory or
-                unreadable; data without the run's channels (the missing ones are named), with
-                another frequency than the run's (both named) or with bad values; ``at`` not a
-                timestamp of the data, or with fewer than L rows up to it.
+                missing, a directory or unreadable; data without the run's channels (the
+                missing ones are named), with another frequency than the run's (both named) or
+                with bad values; ``at`` not a timestamp of the data, or with fewer than L rows
+                up to it.
         """
         if passes is not None:
             passes = require_positive_int("passes", passes)
             if passes > MAX_PASSES:
                 raise InvalidInputError(
                     f"passes = {passes} is above {MAX_PASSES}, whose mean already has a "
-                    "hundredth of one pass's spread; ask for at most "
-                    f"{MAX_PASSES}")
+                    f"hundredth of one pass's spread; ask for at most {MAX_PASSES}")
         record = self.inference
         if record.freq is None:
             raise InvalidInputError(

@@ -9,7 +9,7 @@ result is returned as it is.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,19 @@ def check_folder(folder: str | Path, *, flag: str = "--out") -> Path:
     return path
 
 
+def visible_entries(folder: Path) -> list[str]:
+    """The names in ``folder`` but hidden ones (``.name``), sorted; none where it is no
+    folder."""
+    if not folder.is_dir():
+        return []
+    return sorted(path.name for path in folder.iterdir() if not path.name.startswith("."))
+
+
+def first_names(names: Sequence[str], count: int = 3) -> str:
+    """The first ``count`` of ``names`` for a message, "..." after them where there are more."""
+    return ", ".join(names[:count]) + (", ..." if len(names) > count else "")
+
+
 def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection[str],
                   command: str) -> Path | None:
     """``out_dir`` as a Path if a run may write there (None stays None).
@@ -70,13 +83,11 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
     held = [name for name in marks if (out / name).exists()]
     # a run writes several files into its own folder: never mix them into a folder of other
     # files (an unfinished run that got as far as its settings is still a run)
-    names = {path.name for path in out.iterdir()} if out.is_dir() else set()
-    others = sorted(name for name in names if not name.startswith("."))
-    if others and not names & RUN_FILES:
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
-        raise InvalidInputError(f"out_dir {out} holds other files ({shown}) and no qpriv run; "
-                                "a run writes several files into its own folder: choose a new "
-                                "or empty out_dir")
+    others = visible_entries(out)
+    if others and not RUN_FILES.intersection(others):
+        raise InvalidInputError(f"out_dir {out} holds other files ({first_names(others)}) and "
+                                "no qpriv run; a run writes several files into its own folder: "
+                                "choose a new or empty out_dir")
     if held and not resume:
         what = "a finished run" if RESULT_FILE in held else "an unfinished run"
         raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "

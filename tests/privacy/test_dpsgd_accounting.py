@@ -7,6 +7,7 @@ import pytest
 from qpriv.errors import InvalidInputError
 from qpriv.privacy.dpsgd_accounting import (
     RDP_ORDERS,
+    check_rdp_eps,
     dpsgd_epsilon,
     dpsgd_schedule,
     noise_multiplier_for,
@@ -73,3 +74,20 @@ def test_bad_input_is_named() -> None:
         dpsgd_schedule(n_train=50, batch_size=100, epochs=1)
     with pytest.raises(InvalidInputError, match="noise_multiplier = 0"):
         dpsgd_epsilon(noise_multiplier=0.0, sample_rate=0.01, steps=10, delta=1e-5)
+
+
+def test_the_rdp_floor_check_is_where_the_search_fails() -> None:
+    # the up-front check (a frontier's, before any cell) and the calibration agree: just above
+    # the floor a multiplier exists and meets the budget; at the floor neither takes the eps
+    delta = 1e-6
+    floor = 0.0057522  # the RDP conversion at zero RDP over RDP_ORDERS
+    above = floor * 1.01
+    assert check_rdp_eps(above, delta) == above
+    sigma = noise_multiplier_for(eps=above, delta=delta, sample_rate=0.01, steps=100)
+    assert dpsgd_epsilon(noise_multiplier=sigma, sample_rate=0.01, steps=100,
+                         delta=delta) <= above
+    for eps in (floor * 0.9999, 0.005):
+        with pytest.raises(InvalidInputError, match="method 'dpsgd' finds no DP-SGD noise"):
+            check_rdp_eps(eps, delta, who="method 'dpsgd'")
+        with pytest.raises(InvalidInputError, match="RDP accountant finds no DP-SGD noise"):
+            noise_multiplier_for(eps=eps, delta=delta, sample_rate=0.01, steps=100)

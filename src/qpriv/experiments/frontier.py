@@ -75,7 +75,7 @@ from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Kind, Unit
-from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps, rdp_epsilon_floor
+from qpriv.privacy.dpsgd_accounting import check_rdp_eps
 from qpriv.runs.cache import cached_json
 from qpriv.runs.directory import check_folder
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
@@ -256,18 +256,14 @@ def dpsgd_delta(name: str) -> float | None:
     return None if setup.dpsgd is None else float(setup.dpsgd["delta"])
 
 
-@functools.cache
-def _rdp_floor(delta: float) -> float:
-    return rdp_epsilon_floor(delta)
-
-
 def check_frontier_eps(name: str, eps: float) -> float:
     """``eps`` if method ``name``'s calibration takes it, so that a budget it refuses is one
     message before any cell runs, not one failed cell per seed: every method needs eps > 0;
     a per-pass budget (ldpt, dp-input) at most 700 (:func:`check_method_eps`); dp-linear at
     most :data:`~qpriv.forecasting.linear.MAX_DP_LINEAR_EPS`; a method trained by DP-SGD
     above the RDP accountant's floor at its delta and at most
-    :data:`~qpriv.privacy.dpsgd_accounting.MAX_DPSGD_EPS` (the checks its cell makes in
+    :data:`~qpriv.privacy.dpsgd_accounting.MAX_DPSGD_EPS`
+    (:func:`~qpriv.privacy.dpsgd_accounting.check_rdp_eps`, the check its cell makes in
     :func:`~qpriv.privacy.dpsgd_accounting.noise_multiplier_for`).
 
     Raises:
@@ -279,14 +275,7 @@ def check_frontier_eps(name: str, eps: float) -> float:
     delta = dpsgd_delta(name)
     if delta is None:
         return eps
-    check_dpsgd_eps(eps)
-    floor = _rdp_floor(delta)
-    if eps <= floor:
-        raise InvalidInputError(
-            f"method {name!r} finds no DP-SGD noise multiplier for eps = {eps:g} at delta = "
-            f"{delta:g}: even infinite noise converts to eps = {floor:.4g} over the RDP "
-            "accountant's orders; give budgets above it")
-    return eps
+    return check_rdp_eps(eps, delta, who=f"method {name!r}")
 
 
 def check_task(series: Sequence[Series], *, dataset: str, horizon: int, budget: Budget,

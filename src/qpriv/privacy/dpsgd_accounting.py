@@ -93,12 +93,8 @@ def noise_multiplier_for(
 
     eps = check_dpsgd_eps(eps)
     _check(accountant, delta=delta, sample_rate=sample_rate, steps=steps)
-    if accountant == "rdp" and eps <= rdp_epsilon_floor(delta):
-        raise InvalidInputError(
-            f"the {ACCOUNTANTS[accountant]} finds no noise multiplier for eps = {eps:g} at "
-            f"delta = {delta:g}: even infinite noise converts to eps = "
-            f"{rdp_epsilon_floor(delta):.4g} over its orders; raise eps or delta"
-        )
+    if accountant == "rdp":
+        check_rdp_eps(eps, delta)
     kwargs = {"alphas": RDP_ORDERS} if accountant == "rdp" else {"epsilon_tolerance": 0.005}
     try:
         with warnings.catch_warnings():  # the search visits sigmas whose best order is the
@@ -116,6 +112,25 @@ def noise_multiplier_for(
         ) from None
 
 
+def check_rdp_eps(eps: float, delta: float, *, who: str = "the RDP accountant") -> float:
+    """``eps`` if DP-SGD under the RDP accountant can reach it at ``delta``: in range
+    (:func:`check_dpsgd_eps`) and above :func:`rdp_epsilon_floor`. ``who`` names what is
+    calibrated in the message (a frontier names its method).
+
+    Raises:
+        InvalidInputError: ``eps`` at or below the floor, naming the floor and the fix.
+    """
+    eps = check_dpsgd_eps(eps)
+    floor = rdp_epsilon_floor(delta)
+    if eps <= floor:
+        raise InvalidInputError(
+            f"{who} finds no DP-SGD noise multiplier for eps = {eps:g} at delta = {delta:g}: "
+            f"even infinite noise converts to eps = {floor:.4g} over the RDP accountant's "
+            "orders; raise eps or delta")
+    return eps
+
+
+@functools.cache
 def rdp_epsilon_floor(delta: float) -> float:
     """The smallest eps the RDP conversion (Balle et al. 2020, as Opacus implements it) can
     certify at ``delta`` over :data:`RDP_ORDERS`: its value at zero RDP, i.e. infinite noise.

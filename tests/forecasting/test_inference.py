@@ -147,6 +147,7 @@ def test_every_method_forecasts_a_user_csv_in_its_own_units(method, csv, tmp_pat
     for claim in sidecar["claims"]:
         assert {"value", "delta", "kind", "accounting", "unit", "covers"} <= set(claim)
     assert set(result["original_units"]["mse"]) == set(CHANNELS)
+    assert result["metric_units"].startswith("z-scored")  # what the top-level mse is in
     # the private training file's digest identifies it exactly: it stays in config.json,
     # named in the notes, and is in neither result.json nor the forecast's record of the run
     # (the sidecar's source_sha256 is the digest of the file the forecast read, here the same)

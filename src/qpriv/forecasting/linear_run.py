@@ -35,7 +35,7 @@ from qpriv.forecasting.linear import (
 from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
-from qpriv.forecasting.metrics import original_units
+from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
@@ -153,8 +153,8 @@ def run_linear(
     claim_entries = [claim.to_json() for claim in claims]
     result = {
         "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
-        "seed": seed, **test, "original_units": by_channel, "val_loss": val["mse"],
-        "best_epoch": None, "epochs": None,
+        "seed": seed, **test, "metric_units": METRIC_UNITS, "original_units": by_channel,
+        "val_loss": val["mse"], "best_epoch": None, "epochs": None,
         "diverged_epoch": None, "seconds": seconds,
         # "train" is the loader's count (a run read back checks its data by it); "train_read"
         # the windows the method actually read

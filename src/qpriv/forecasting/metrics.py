@@ -27,7 +27,14 @@ import numpy as np
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.windows import ZScoreScaler
 
-__all__ = ["ORIGINAL_UNITS_NOTE", "original_units"]
+__all__ = ["METRIC_UNITS", "ORIGINAL_UNITS_NOTE", "original_units"]
+
+METRIC_UNITS = ("z-scored: the test split's MSE and MAE with each channel standardised by the "
+                "training split's mean and std, averaged over windows, horizon steps and "
+                "channels (the LDPT paper's protocol); original_units has them per channel in "
+                "the data's own units")
+"""What a run's top-level ``mse``, ``mae`` and ``val_loss`` are measured in (its
+``metric_units`` key)."""
 
 ORIGINAL_UNITS_NOTE = ("test-split MSE and MAE per channel in the data's own units (the "
                        "z-scored errors times the training split's per-channel std); like "

@@ -37,7 +37,7 @@ from qpriv.forecasting.methods import (
     setup_method,
 )
 from qpriv.forecasting.methods import method as method_entry
-from qpriv.forecasting.metrics import original_units
+from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.records import CLAIM_KEYS
 from qpriv.forecasting.rigorous import (
@@ -330,6 +330,7 @@ def run_forecast(
         "seq_len": seq_len,
         "seed": seed,
         **test,
+        "metric_units": METRIC_UNITS,
         "original_units": (None if by_channel is None else original_units(
             channels=data.channels, scaler=data.scaler, by_channel=by_channel)),
         "val_loss": fit.best_val_loss,

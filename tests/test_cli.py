@@ -92,7 +92,7 @@ def test_audit_channel_json(capsys):
         (["train", "--dataset", "ETTh3"], "unknown dataset"),
         (["train", "--method", "nope"], "unknown method"),
         (["train", "--method", "ldpt", "--accounting", "rigorous", "--eps-total", "0"],
-         "eps_total (rigorous, record level) = 0 is outside"),
+         "error: --eps-total = 0 is outside the valid range (0, inf)"),
         (["calibrate", "--eps", "1000"], "--eps = 1000 is outside the valid range (0, 700]"),
         (["train", "--method", "classical", "--eps", "0.1"], "takes no --eps; leave it out"),
         (["train", "--accounting", "rigorous", "--eps-total", "8", "--eps", "0.5"],
@@ -129,6 +129,56 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
     assert len(lines) == 1 and lines[0].startswith("qpriv: error:")
     assert needle in lines[0]
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # the value is named by the option typed, not by the library's keyword eps_total
+        (["account", "--target-eps", "0"], "--target-eps = 0 is outside the valid range (0, "
+         "inf); a privacy budget must be > 0"),
+        (["train", "--accounting", "rigorous", "--eps-total", "0", "--out", "run"],
+         "--eps-total = 0 is outside the valid range (0, inf); a privacy budget must be > 0"),
+        # dp-linear's fit said "clip", after writing run/config.json
+        (["train", "--method", "dp-linear", "--clip-range", "inf", "--out", "run"],
+         "--clip-range = inf is not a finite number > 0; give the value range R in z-scored "
+         "units, e.g. 2"),
+        (["train-classifier", "--lr-grid", "0.1", "-1", "--out", "run"],
+         "--lr-grid = -1 is outside the valid range (0, inf)"),
+        # accepted and ignored: without --out there is no checkpoint to keep
+        (["train", "--keep-checkpoints"],
+         "--keep-checkpoints keeps a finished run's last checkpoint in --out, and without "
+         "--out nothing is written: give --out DIR, or drop --keep-checkpoints"),
+        # clamped to the data set: the run took every example at each step
+        (["train-classifier", "--batch", "100000000", "--out", "run"],
+         "--batch = 100000000 is outside the valid range [1, 1638]: task 'synthetic' has 1638 "
+         "training examples; give --batch 1638 or less"),
+        # a run started afresh, as if --resume were not given
+        (["train", "--out", "run", "--resume"],
+         "no run to resume at run; drop --resume to start one"),
+        (["train-classifier", "--out", "run", "--resume"],
+         "no run to resume at run; drop --resume to start one"),
+        # the seeds were accepted and nothing used them
+        (["reproduce", "table1", "--seeds", "2024", "--budget", "tiny", "--out", "run"],
+         "experiment 'table1' trains nothing and takes no --seeds; leave them out"),
+    ],
+)
+def test_a_refused_value_or_combination_is_one_line_and_writes_nothing(
+        capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"qpriv: error: {message}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_in_an_empty_folder_is_refused_and_leaves_it_empty(capsys, tmp_path):
+    empty = tmp_path / "run"
+    empty.mkdir()
+    assert main(["train", "--out", str(empty), "--resume"]) == 2
+    assert capsys.readouterr().err == (f"qpriv: error: no run to resume at {empty}; drop "
+                                       "--resume to start one\n")
+    assert list(empty.iterdir()) == []
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")

@@ -75,8 +75,9 @@ def out(tmp_path_factory):
 @needs_ett
 @pytest.mark.parametrize("experiment_id", PAPER_IDS)
 def test_every_experiment_runs_at_the_tiny_budget(experiment_id, out):
-    report = run_experiment(experiment_id, budget=TINY, seeds=[2024] if experiment_id not in (
-        "table11", "table12") else [2024, 2025], out_dir=out, progress=False)
+    seeds = [2024, 2025] if experiment_id in ("table11", "table12") else [2024]
+    report = run_experiment(experiment_id, budget=TINY, out_dir=out, progress=False,
+                            seeds=seeds if EXPERIMENTS[experiment_id].seeds else None)
     assert report.failures == []
     assert report.rows
     where = out / experiment_id / "tiny"
@@ -144,6 +145,29 @@ def test_cli_lists_and_refuses(capsys):
     assert main(["reproduce"]) == 2
     assert "name an experiment" in capsys.readouterr().err
     assert main(["reproduce", "table99", "--quick"]) == 2
+
+
+def test_list_with_an_id_lists_that_experiment_alone(capsys):
+    assert main(["reproduce", "--list", "table1", "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["experiments"]
+    assert (listed["id"], listed["cells"], listed["seeds"]) == ("table1", 0, [])
+    assert main(["reproduce", "--list", "table3"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()[2:] if not line.startswith(" ")]
+    assert [line.split()[0] for line in rows] == ["table3"]
+    assert main(["reproduce", "--list", "table99"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("qpriv: error: unknown experiment 'table99'; known: ")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("experiment_id", ["table1", "table2", "table7"])
+def test_a_table_that_trains_nothing_refuses_seeds_and_lists_none(tmp_path, experiment_id):
+    """It took them and used none (its report said nothing of them either)."""
+    assert experiment(experiment_id).seeds == ()
+    with pytest.raises(InvalidInputError, match=rf"^experiment '{experiment_id}' trains nothing "
+                                                r"and takes no seeds; leave them out$"):
+        run_experiment(experiment_id, seeds=[2024], budget=TINY, out_dir=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_computed_tables_match_the_paper(tmp_path):

@@ -74,7 +74,7 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     (["--eps", "1e20"], "above 1e+06 it promises nothing"),
     (["--delta", "1"], "delta = 1 is outside the valid range (0, 1)"),
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
-    (["--clip-range", "0"], "--clip-range = 0 is not > 0"),
+    (["--clip-range", "0"], "--clip-range = 0 is not a finite number > 0"),
     (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),
     (["--unit", "window", "--seq-len", "48"], "(seq_len, --seq-len) of at least 168"),
     (["--unit", "record", "--seq-len", "96"], "(seq_len, --seq-len) of at least 168"),

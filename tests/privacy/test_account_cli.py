@@ -84,7 +84,7 @@ def test_account_inverse(capsys):
         (["account", "--delta", "0"], "delta = 0"),
         (["account", "--dim", "12"], "power of two"),
         (["account", "--lower-bound-trials", "-1"], "--lower-bound-trials = -1"),
-        (["account", "--target-eps", "0"], "eps_total = 0"),
+        (["account", "--target-eps", "0"], "error: --target-eps = 0 is outside"),
         (["account", "--unit", "epoch"], "invalid choice"),
         (["account", "--eps", "0.1", "--unit", "window"],
          "--unit window is the unit of --target-eps; without it the table lists every unit"),

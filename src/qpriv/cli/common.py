@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
+from qpriv.runs.directory import visible_entries
 from qpriv.tables import TABLE_WIDTH, format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
@@ -37,18 +38,26 @@ class Parser(argparse.ArgumentParser):
     """An argument parser that reports bad input in one line, with exit code 2, and no usage
     dump (:func:`qpriv.cli.main` prints the line)."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: object, keyword_flags: Mapping[str, str] | None = None,
+                 **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.keyword_flags = dict(keyword_flags or {})
+        """This command's words for library keyword arguments that no flag of it is named
+        after (``qpriv account``: ``eps_total`` is ``--target-eps``), beside
+        :data:`KEYWORD_FLAGS`."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
-                ) -> argparse.ArgumentParser:
-    """A subcommand whose ``--help`` opens with its one-line description."""
-    return subparsers.add_parser(name, help=help, description=help)
+                keyword_flags: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
+    """A subcommand whose ``--help`` opens with its one-line description; ``keyword_flags``
+    names the flags of library keyword arguments this command spells its own way
+    (:attr:`Parser.keyword_flags`)."""
+    return subparsers.add_parser(name, help=help, description=help,
+                                 keyword_flags=keyword_flags)
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -93,6 +102,18 @@ def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
                              "a local Ray started for the command and stopped after)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     add_json_flag(parser)
+
+
+def check_resume(args: argparse.Namespace) -> None:
+    """Refuse ``--resume`` where ``--out`` holds no run to continue (a folder that does not
+    exist, or an empty one), which would otherwise start a new run as if it were not given. A
+    folder of other files is left to the library, which refuses it with or without
+    ``--resume``; the grids resume their cells through the library, untouched by this."""
+    if not (args.resume and args.out):
+        return
+    out = Path(args.out)
+    if not out.exists() or (out.is_dir() and not visible_entries(out)):
+        raise InvalidInputError(f"no run to resume at {args.out}; drop --resume to start one")
 
 
 def emit_json(payload: dict) -> None:
@@ -171,8 +192,9 @@ def command_parser(parser: argparse.ArgumentParser,
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     """Library keyword argument -> the flag that sets it, over every command of ``parser``
-    (``eps_total`` -> ``--eps-total``), for :meth:`qpriv.errors.ArgumentError.spelled`."""
-    names = dict(KEYWORD_FLAGS)
+    (``eps_total`` -> ``--eps-total``), for :meth:`qpriv.errors.ArgumentError.spelled`; the
+    words ``parser`` itself gives (:attr:`Parser.keyword_flags`) come first."""
+    names = {**KEYWORD_FLAGS, **getattr(parser, "keyword_flags", {})}
     for each in _parsers(parser):
         for action in each._actions:
             if action.option_strings and action.dest != "help":

@@ -9,6 +9,7 @@ from qpriv.cli.common import (
     add_command,
     add_json_flag,
     add_seed_flags,
+    check_resume,
     emit_json,
     existing_path,
     out_path,
@@ -16,6 +17,7 @@ from qpriv.cli.common import (
     print_table,
     seed_of,
 )
+from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.methods import DEFAULT_EPS
 from qpriv.forecasting.records import ForecastResult
@@ -93,6 +95,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train, then print the test scores and every privacy number with its label."""
+    check_resume(args)
+    if args.keep_checkpoints and args.out is None:
+        raise InvalidInputError("--keep-checkpoints keeps a finished run's last checkpoint in "
+                                "--out, and without --out nothing is written: give --out DIR, "
+                                "or drop --keep-checkpoints")
+    # checked here to be named by its flag (the library calls it a described quantity)
+    if args.accounting == "rigorous" and args.eps_total is not None:
+        require_in_range("eps_total", args.eps_total, low=0.0,
+                         hint="a privacy budget must be > 0")
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=args.eps,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from qpriv.classification.data import load_task
 from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU, train_classifier
 from qpriv.classification.tuning import tune_learning_rate
@@ -14,12 +15,13 @@ from qpriv.cli.common import (
     add_command,
     add_json_flag,
     add_seed_flags,
+    check_resume,
     emit_json,
     out_path,
     positive_int,
     seed_of,
 )
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, require_in_range
 
 
 def clip_value(text: str) -> float | str | None:
@@ -111,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
         preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
         threads=args.threads, **optional,
     )
+    check_resume(args)
+    for rate in args.lr_grid or ():  # named by its flag (the library calls a rate lr)
+        require_in_range("grid", rate, low=0.0)
+    check_batch(args.task, args.batch)
     quiet = args.quiet or args.json
     tuning = None
     if args.lr_grid:
@@ -130,6 +136,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_result(ClassifierResult.from_json(result), tuning=tuning)
     return 0
+
+
+def check_batch(task: str, batch: int) -> None:
+    """Refuse an expected batch larger than ``task``'s training set: the library clamps it to
+    the set's size (for its learning-rate trials on a smaller split), so every step would
+    take the whole set, not the batch asked for."""
+    size = len(load_task(task).y_train)
+    if batch > size:
+        raise InvalidInputError(f"--batch = {batch} is outside the valid range [1, {size}]: "
+                                f"task {task!r} has {size} training examples; give --batch "
+                                f"{size} or less")
 
 
 def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:

@@ -105,6 +105,8 @@ class Experiment:
     columns computed across rows (e.g. Table 10's eps-separation); ``figure`` names the plot
     (:mod:`qpriv.experiments.figures`). ``paper`` is the id in
     :data:`qpriv.experiments.paper_numbers.PAPER_TABLES` whose numbers are printed beside ours.
+    ``seeds`` are the paper's, replaced by the ones a caller gives; none (``()``) for a table
+    that trains nothing, which refuses any.
     ``full_hours`` is a rough cost of the full budget on 2 CPU cores (one epoch of the
     classical backbone on 8281 windows takes about 2.5 minutes there, LDPT about twice that).
     """

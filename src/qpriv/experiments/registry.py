@@ -58,9 +58,9 @@ def _paper_methods(*names: str, eps: Sequence[float] = PAPER_EPS
 # -- the tables -----------------------------------------------------------------------------
 
 register(Experiment("table1", "Training-time privacy composition (T = 20, delta' = 1e-6)",
-                    paper="table1", compute=computed.composition_table))
+                    paper="table1", compute=computed.composition_table, seeds=()))
 register(Experiment("table2", "Trace distance vs. perturbation size on ETTh1 (C = 7)",
-                    paper="table2", compute=computed.trace_distance_table))
+                    paper="table2", compute=computed.trace_distance_table, seeds=()))
 register(Experiment("table3", "DP-SGD vs. LDPT on ETTh1, H = 24", paper="table3",
                     cells=grid(_paper_methods("ldpt", "dpsgd")),
                     metrics=("mse", "mae", "eps_train", "delta_mse_pct"),
@@ -80,7 +80,7 @@ register(Experiment("table6", "DP-Input vs. DP-SGD vs. LDPT on ETTh1, H = 24", p
                              "delta_mse_pct"),
                     derive=computed.add_delta_vs_classical, full_hours=12.0))
 register(Experiment("table7", "Calibration chain (Algorithm 1) and fidelity", paper="table7",
-                    compute=computed.calibration_table))
+                    compute=computed.calibration_table, seeds=()))
 register(Experiment("table8", "DP-SGD noise multipliers (Opacus RDP) and their effect",
                     paper="table8", cells=grid(_paper_methods("dpsgd")),
                     metrics=("noise_multiplier", "eps_spent", "val_loss", "best_epoch", "mse"),

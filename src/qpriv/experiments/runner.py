@@ -101,7 +101,8 @@ def run_experiment(
 ) -> ExperimentReport:
     """Run (or finish) experiment ``experiment_id`` at ``budget``; write and return its report.
 
-    ``seeds`` replaces the experiment's own (Tables 11 and 12 use 2024-2026, the rest 2024).
+    ``seeds`` replaces the experiment's own (Tables 11 and 12 use 2024-2026, the rest 2024;
+    Tables 1, 2 and 7 train nothing and refuse any).
     ``threads``: torch threads per cell, 1 by default: the shot sampler and the per-window
     gradients issue many small ops, and on a busy 2-core machine two threads ran an LDPT epoch
     20 times slower than one (133 s against 6.4 s for 256 windows). ``announce`` receives
@@ -111,6 +112,9 @@ def run_experiment(
     the other tables that compute their rows without cells run only here.
     """
     exp = experiment(experiment_id)
+    if seeds and not exp.seeds:
+        raise ArgumentError(f"experiment {exp.id!r} trains nothing and takes no {{seeds}}; "
+                            "leave them out")
     budget = resolve_budget(budget)
     seeds = tuple(seeds) if seeds else exp.seeds
     for seed in seeds:
@@ -490,12 +494,13 @@ def epsilon_legend(rows: Sequence[dict], columns: Sequence[str]) -> list[str]:
             for text, methods in by_text.items()]
 
 
-def experiment_list() -> list[dict]:
-    """Every experiment: id, title, the paper table it reproduces, its cells (0: computed, no
-    training) and its estimated cost (full budget in hours, --quick in minutes)."""
+def experiment_list(experiment_id: str | None = None) -> list[dict]:
+    """Every experiment (or only ``experiment_id``): id, title, the paper table it reproduces,
+    its cells (0: computed, no training), its seeds (none for a table that trains nothing) and
+    its estimated cost (full budget in hours, --quick in minutes)."""
 
     listing = []
-    for exp in EXPERIMENTS.values():
+    for exp in EXPERIMENTS.values() if experiment_id is None else [experiment(experiment_id)]:
         cells = len(exp.cells(exp.seeds)) if exp.compute is None else 0
         listing.append({"id": exp.id, "title": exp.title, "paper": exp.paper, "cells": cells,
                         "seeds": list(exp.seeds), "full_hours": exp.full_hours,
@@ -504,12 +509,13 @@ def experiment_list() -> list[dict]:
     return listing
 
 
-def print_list(stream: Any = None) -> None:
-    """``qpriv reproduce --list``: every experiment, its cells and its cost."""
+def print_list(stream: Any = None, *, experiment_id: str | None = None) -> None:
+    """``qpriv reproduce --list [ID]``: every experiment (or only ``experiment_id``), its cells
+    and its cost."""
     rows = [[e["id"], e["title"],
              e["cells"] or ("classifier runs" if e["full_hours"] else "no training"),
              f"{e['full_hours']:g} h" if e["full_hours"] else "< 1 min",
              f"~{e['quick_minutes']:.0f} min" if e["quick_minutes"] >= 1 else "< 1 min"]
-            for e in experiment_list()]
+            for e in experiment_list(experiment_id)]
     print(format_table(["id", "what", "cells", "full (2 CPU cores)", "--quick"], rows,
                        max_width=TABLE_WIDTH), file=stream or sys.stdout)

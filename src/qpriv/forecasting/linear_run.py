@@ -12,6 +12,7 @@ the kernel and ``result.json``, atomically), and its result has the same top-lev
 from __future__ import annotations
 
 import io
+import math
 import platform
 import time
 from collections.abc import Sequence
@@ -99,9 +100,9 @@ def run_linear(
         delta = require_in_range("delta", DEFAULT_DELTA if delta is None else delta, low=0.0,
                                  high=1.0, high_inclusive=False,
                                  hint="delta is a probability in (0, 1), typically 1e-6")
-    if clip_range is not None and not clip_range > 0:
-        raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not > 0; give the value range "
-                            "R in z-scored units, e.g. 2")
+    if clip_range is not None and not 0 < clip_range < math.inf:
+        raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
+                            "the value range R in z-scored units, e.g. 2")
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")

@@ -118,7 +118,7 @@ def test_out_dir_gets_config_and_result(tmp_path) -> None:
         train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out, **FAST)
     # a budget the accountant refuses leaves nothing behind
     refused = tmp_path / "refused"
-    with pytest.raises(InvalidInputError, match="no noise multiplier"):
+    with pytest.raises(InvalidInputError, match="no DP-SGD noise multiplier"):
         train_classifier(task="synthetic", model="mlp", clip=1.0, eps=1e-300, out_dir=refused,
                          **FAST)
     assert not refused.exists() or not any(refused.iterdir())

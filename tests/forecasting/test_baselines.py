@@ -262,7 +262,7 @@ def test_a_budget_no_multiplier_meets_is_refused_before_writing(tmp_path):
 
 
     out = tmp_path / "run"
-    with pytest.raises(InvalidInputError, match="no noise multiplier"):
+    with pytest.raises(InvalidInputError, match="no DP-SGD noise multiplier"):
         run_forecast(method="dpsgd", eps=0.005, horizon=4, epochs=1, out_dir=out, **SMALL)
     assert not out.exists() or not any(out.iterdir())
 

@@ -106,7 +106,7 @@ def noise_multiplier_for(
             ))
     except ValueError as error:  # Opacus: "The privacy budget is too low."
         raise InvalidInputError(
-            f"the {ACCOUNTANTS[accountant]} finds no noise multiplier for eps = {eps:g}, "
+            f"the {ACCOUNTANTS[accountant]} finds no DP-SGD noise multiplier for eps = {eps:g}, "
             f"delta = {delta:g} over {steps} steps at sample rate {sample_rate:.4g} ({error}); "
             "raise eps or delta, or take fewer steps"
         ) from None

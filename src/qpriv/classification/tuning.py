@@ -107,7 +107,7 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
             del arguments["lr"]
         else:
             raise ArgumentError("give {lr} or {grid}, not both: the grid chooses the rate")
-    rates = sorted({require_in_range("lr", lr, low=0.0) for lr in grid})
+    rates = sorted({require_in_range("grid", lr, low=0.0) for lr in grid})
     if not rates:
         raise InvalidInputError("the learning-rate grid is empty: give at least one rate")
     out = check_out_dir(out_dir, resume=resume)

@@ -21,7 +21,7 @@ from qpriv.cli.common import (
     positive_int,
     seed_of,
 )
-from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.errors import InvalidInputError
 
 
 def clip_value(text: str) -> float | str | None:
@@ -114,8 +114,6 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads, **optional,
     )
     check_resume(args)
-    for rate in args.lr_grid or ():  # named by its flag (the library calls a rate lr)
-        require_in_range("grid", rate, low=0.0)
     check_batch(args.task, args.batch)
     quiet = args.quiet or args.json
     tuning = None

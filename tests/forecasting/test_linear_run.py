@@ -116,10 +116,18 @@ def test_dpsgd_linear_on_too_few_windows_is_refused_before_anything_is_written(c
     ("ridge", ["--delta", "1e-6"], "states no privacy guarantee, so it takes no --delta"),
     ("classical", ["--clip-range", "2"], "--clip-range sets the dp-linear fit"),
     ("dpsgd-linear", ["--unit", "record"], "at the window unit, not 'record'"),
+    # accepted and ignored before: a closed-form fit keeps no checkpoint
+    ("ridge", ["--keep-checkpoints", "--out", "never-written"],
+     "method 'ridge' writes no checkpoints"),
+    ("dp-linear", ["--keep-checkpoints", "--out", "never-written"],
+     "leave --keep-checkpoints out"),
 ])
-def test_a_unit_or_setting_a_method_does_not_take_is_refused(method, argv, needle, capsys):
+def test_a_unit_or_setting_a_method_does_not_take_is_refused(method, argv, needle, capsys,
+                                                            tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     assert main(["train", "--method", method, *argv]) == 2
     assert needle in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing written
 
 
 @needs_ett

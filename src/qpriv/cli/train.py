@@ -87,7 +87,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--resume", action="store_true", help="continue the run in --out")
     tr.add_argument("--keep-checkpoints", action="store_true",
                     help="keep the last epoch's checkpoint of a finished run (by default only "
-                         "its best weights stay)")
+                         "its best weights stay); the backbone methods only, a linear "
+                         "forecaster writes no checkpoints")
     tr.add_argument("--quiet", action="store_true", help="no progress bar")
     add_json_flag(tr)
     tr.set_defaults(handler=run)

@@ -163,7 +163,8 @@ def run_forecast(
             sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
         keep_checkpoints: keep the last epoch's ``checkpoint.pt`` of a finished run (by
-            default only the best weights, ``best.pt``, stay beside the result).
+            default only the best weights, ``best.pt``, stay beside the result); refused for
+            the linear family, which writes no checkpoints.
         resume: continue the run in ``out_dir`` from its checkpoint (same settings required);
             a finished run's ``result.json`` is returned as it is.
         progress: a tqdm bar per epoch on stderr.
@@ -222,6 +223,10 @@ def run_forecast(
             raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
                                 + ", ".join(f"{{{name}}}" for name in given) + "; leave "
                                 + ("it" if len(given) == 1 else "them") + " out")
+        if keep_checkpoints:
+            raise ArgumentError(f"method {method!r} writes no checkpoints (a linear forecaster "
+                                "is fitted in one go, its kernel saved with its result); leave "
+                                "{keep_checkpoints} out")
         return run_linear(
             method=method, dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
             horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.runs.cache import cached_json
 from qpriv.runs.directory import check_folder, check_out_dir, open_run
 from qpriv.runs.layout import CHECKPOINT_FILE, CONFIG_FILE, RESULT_FILE
@@ -30,6 +30,21 @@ def test_out_dir_rules(tmp_path):
         check_out_dir(tmp_path, resume=True, marks=MARKS, command="train")
     (tmp_path / CONFIG_FILE).write_text("{}")
     assert check_out_dir(str(tmp_path), resume=True, marks=MARKS, command="train") == tmp_path
+
+
+def test_resuming_a_missing_or_empty_folder_is_refused_not_started_afresh(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".keep").write_text("")  # hidden files are no run
+    for where in (tmp_path / "missing", empty):
+        with pytest.raises(ArgumentError, match=r"^no run to resume at .*; drop resume to "):
+            check_out_dir(where, resume=True, marks=MARKS, command="train")
+        assert check_out_dir(where, resume=False, marks=MARKS, command="train") == where
+    assert not (tmp_path / "missing").exists()
+    # a path with braces is named as it is (the message is a template)
+    with pytest.raises(ArgumentError, match=r"\{x\}; drop resume to start one$") as caught:
+        check_out_dir(tmp_path / "{x}", resume=True, marks=MARKS, command="train")
+    assert caught.value.spelled({"resume": "--resume"}).endswith("{x}; drop --resume to start one")
 
 
 def test_a_run_is_never_mixed_into_a_folder_of_other_files(tmp_path):

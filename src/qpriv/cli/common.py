@@ -11,7 +11,6 @@ from pathlib import Path
 
 from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
-from qpriv.runs.directory import visible_entries
 from qpriv.tables import TABLE_WIDTH, format_table
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
@@ -102,18 +101,6 @@ def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
                              "a local Ray started for the command and stopped after)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")
     add_json_flag(parser)
-
-
-def check_resume(args: argparse.Namespace) -> None:
-    """Refuse ``--resume`` where ``--out`` holds no run to continue (a folder that does not
-    exist, or an empty one), which would otherwise start a new run as if it were not given. A
-    folder of other files is left to the library, which refuses it with or without
-    ``--resume``; the grids resume their cells through the library, untouched by this."""
-    if not (args.resume and args.out):
-        return
-    out = Path(args.out)
-    if not out.exists() or (out.is_dir() and not visible_entries(out)):
-        raise InvalidInputError(f"no run to resume at {args.out}; drop --resume to start one")
 
 
 def emit_json(payload: dict) -> None:

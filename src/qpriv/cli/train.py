@@ -9,7 +9,6 @@ from qpriv.cli.common import (
     add_command,
     add_json_flag,
     add_seed_flags,
-    check_resume,
     emit_json,
     existing_path,
     out_path,
@@ -96,7 +95,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train, then print the test scores and every privacy number with its label."""
-    check_resume(args)
     if args.keep_checkpoints and args.out is None:
         raise InvalidInputError("--keep-checkpoints keeps a finished run's last checkpoint in "
                                 "--out, and without --out nothing is written: give --out DIR, "

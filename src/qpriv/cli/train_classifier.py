@@ -15,7 +15,6 @@ from qpriv.cli.common import (
     add_command,
     add_json_flag,
     add_seed_flags,
-    check_resume,
     emit_json,
     out_path,
     positive_int,
@@ -113,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
         threads=args.threads, **optional,
     )
-    check_resume(args)
     check_batch(args.task, args.batch)
     quiet = args.quiet or args.json
     tuning = None

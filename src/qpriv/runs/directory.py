@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.runs.files import (
     atomic_write_bytes,
     atomic_write_json,
@@ -71,8 +71,9 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
     Raises:
         InvalidInputError: ``out_dir`` is a file or lies inside one; it holds other files
             but none of a run (:data:`~qpriv.runs.layout.RUN_FILES`); it holds a run and
-            ``resume`` is False; ``resume`` without an ``out_dir``, or with one that holds a
-            run but no :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
+            ``resume`` is False; ``resume`` without an ``out_dir``, with one that does not
+            exist or is empty (nothing to continue), or with one that holds a run but no
+            :data:`~qpriv.runs.layout.CONFIG_FILE` (its settings cannot be checked).
     """
     if out_dir is None:
         if resume:
@@ -80,6 +81,10 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
                                     f"(qpriv {command}: --out)")
         return None
     out = check_folder(out_dir, flag="out_dir")
+    if resume and not visible_entries(out):
+        # resuming nothing would start a new run as if resume were not given
+        where = str(out).replace("{", "{{").replace("}", "}}")
+        raise ArgumentError(f"no run to resume at {where}; drop {{resume}} to start one")
     held = [name for name in marks if (out / name).exists()]
     # a run writes several files into its own folder: never mix them into a folder of other
     # files (an unfinished run that got as far as its settings is still a run)

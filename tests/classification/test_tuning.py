@@ -99,3 +99,23 @@ def test_cli_tunes_with_lr_grid(capsys, tmp_path, monkeypatch) -> None:
                         lambda **kw: calls.append(kw))
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2
     assert "already holds a finished run" in capsys.readouterr().err and calls == []
+
+
+def test_a_batch_above_the_training_set_is_refused_by_the_library_before_any_trial(
+        monkeypatch, tmp_path) -> None:
+    n_train = len(load_task("synthetic").y_train)
+    out = tmp_path / "run"
+    with pytest.raises(InvalidInputError, match=rf"^batch = {n_train + 1} is outside the valid "
+                                                rf"range \[1, {n_train}\]: task 'synthetic'"):
+        classifier_run.train_classifier(**{**TINY, "batch": n_train + 1}, out_dir=out)
+    assert not out.exists()
+    calls = []
+    monkeypatch.setattr("qpriv.classification.tuning.train_classifier",
+                        lambda **kw: calls.append(kw))
+    with pytest.raises(InvalidInputError, match=rf"give batch {n_train} or less$"):
+        tune_learning_rate(grid=[0.1], **{**TINY, "batch": n_train + 1})
+    assert calls == []  # refused before the trials, not by the run after them
+    # the whole set is a valid batch; its trials clamp it to their smaller split
+    monkeypatch.undo()
+    record = tune_learning_rate(grid=[0.1], **{**TINY, "batch": n_train, "epochs": 1})
+    assert [trial["lr"] for trial in record["trials"]] == [0.1]

@@ -165,7 +165,8 @@ def train_classifier(
             models, Theorem 3.2); ``"analytic"`` for clipless DP-SGD (``lipschitz``: the
             projected 1-Lipschitz MLP, noise sigma Delta for its analytic per-example gradient
             bound Delta, nothing clipped); None for no clipping (only without ``eps``).
-        batch: batch size |B| (the expected size under Poisson sampling).
+        batch: batch size |B| (the expected size under Poisson sampling), at most the
+            training set's size (with ``validation``, clamped to the smaller split's).
         epochs, seed, lr: the protocol (``lr`` default :data:`DEFAULT_LR`); ``optimizer``
             ``adam`` or ``sgd`` (post-processing of the privatised gradient either way).
             ``seed`` None draws a secret seed from the operating system and records none
@@ -238,7 +239,11 @@ def train_classifier(
 
     with torch_threads(threads) as used_threads:
         data = load_task(task, image_size=image_size)
-        if validation is not None:
+        if validation is None:
+            _check_batch(batch, task=task, n_train=len(data.y_train))
+        else:
+            # a trial on the smaller validation split takes the batch of the run it tunes,
+            # clamped below to that split's size
             data = data.validation_split(validation)
         _check_model_for_task(model, data)
         written_request = {**request, "task_data": data.summary()}
@@ -343,6 +348,23 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path |
     return check_run_dir(out_dir, resume=resume, marks=(RESULT_FILE, CHECKPOINT_FILE,
                                                         REFERENCE_FILE),
                          command="train-classifier")
+
+
+def check_batch(task: str, batch: int, *, image_size: int = 8) -> None:
+    """Refuse an expected ``batch`` above ``task``'s training set (what
+    :func:`train_classifier` refuses once it has loaded the task), for a caller that must know
+    before it trains anything else, such as the learning-rate tuning's trials."""
+    _check_batch(batch, task=task, n_train=len(load_task(task, image_size=image_size).y_train))
+
+
+def _check_batch(batch: int, *, task: str, n_train: int) -> None:
+    """Refuse an expected batch above the training set's size: every step would take the whole
+    set, not the batch asked for (and the accountant's sampling rate would exceed 1)."""
+    if batch > n_train:
+        named = repr(task).replace("{", "{{").replace("}", "}}")
+        raise ArgumentError(f"{{batch}} = {batch} is outside the valid range [1, {n_train}]: "
+                            f"task {named} has {n_train} training examples; give {{batch}} "
+                            f"{n_train} or less")
 
 
 _UNCHECKED = ("threads",)

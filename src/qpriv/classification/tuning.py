@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION
-from qpriv.classification.run import check_out_dir, train_classifier
+from qpriv.classification.run import check_batch, check_out_dir, train_classifier
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.runs.cache import cached_json
 from qpriv.runs.layout import TUNING_FILE
@@ -122,6 +122,11 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
         return True
 
     def tune() -> dict:
+        if "task" in arguments and "batch" in arguments:
+            # the trials clamp the batch to their smaller split; the run they tune for would
+            # refuse it only after them
+            check_batch(arguments["task"], arguments["batch"],
+                        image_size=arguments.get("image_size", 8))
         trials = [(lr, train_classifier(**{**arguments, "diagnostics": False,
                                            "unclipped_reference": False, "out_dir": None},
                                         lr=lr, validation=validation))

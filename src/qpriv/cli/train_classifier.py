@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from qpriv.classification.data import load_task
 from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU, train_classifier
 from qpriv.classification.tuning import tune_learning_rate
@@ -112,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
         preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
         threads=args.threads, **optional,
     )
-    check_batch(args.task, args.batch)
     quiet = args.quiet or args.json
     tuning = None
     if args.lr_grid:
@@ -132,17 +130,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_result(ClassifierResult.from_json(result), tuning=tuning)
     return 0
-
-
-def check_batch(task: str, batch: int) -> None:
-    """Refuse an expected batch larger than ``task``'s training set: the library clamps it to
-    the set's size (for its learning-rate trials on a smaller split), so every step would
-    take the whole set, not the batch asked for."""
-    size = len(load_task(task).y_train)
-    if batch > size:
-        raise InvalidInputError(f"--batch = {batch} is outside the valid range [1, {size}]: "
-                                f"task {task!r} has {size} training examples; give --batch "
-                                f"{size} or less")
 
 
 def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:

@@ -277,6 +277,18 @@ def test_the_figure_has_one_log_axis_labelled_points_and_its_budget():
     assert [t.get_text() for t in fig.texts if t.get_text().startswith("budget")] == [stamp]
 
 
+def test_a_figure_of_only_failed_cells_says_so_without_a_warning(recwarn):
+    rows = [{"method": "dp-linear", "eps": 0.1, "mse_mean": None, "reading": "r",
+             "covers_unit": True, "covers_weights": True},
+            {"method": "public", "eps": None, "mse_mean": None, "reading": "floor",
+             "covers_unit": True, "covers_weights": True}]
+    fig = figures.frontier_plot(rows, title="t", stamp="s", out=io.BytesIO())
+    assert [t.get_text() for t in fig.axes[0].texts] == [
+        "no cell has a test MSE: frontier.md lists the failed cells"]
+    assert fig.axes[0].get_legend() is None
+    assert not [w for w in recwarn if "legend" in str(w.message)]  # matplotlib's empty legend
+
+
 def test_the_budget_line_names_only_the_families_on_the_frontier():
     backbone = "budget full: the method's epochs (20), every training window, every evaluation "
     assert frontier.frontier_stamp(FULL, methods=["dp-linear", "public", "ridge"]) == (

@@ -122,7 +122,11 @@ def frontier_plot(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes
     _frontier_lines(ax, rows)
     _log_y(ax)
     ax.set_ylabel("test MSE (z-scored, log axis), mean ± sd over seeds")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    else:  # every cell failed: say so on the axes, not with an empty legend
+        ax.text(0.5, 0.5, "no cell has a test MSE: frontier.md lists the failed cells", ha="center",
+                va="center", transform=ax.transAxes, fontsize=10, color="0.35")
     fig.suptitle(fill(title, 110), fontsize=9)
     return _finish(fig, stamp=stamp, out=out)
 

@@ -33,8 +33,11 @@ def _atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
-    # mode 0o666 less the umask, as for any new file (tempfile would make it 0o600)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        # mode 0o666 less the umask, as for any new file (tempfile would make it 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as err:  # named by the file asked for, not by its hidden temporary twin
+        raise type(err)(err.errno, err.strerror, str(path)) from err
     try:
         with os.fdopen(fd, "wb") as handle:
             write(handle)

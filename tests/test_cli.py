@@ -78,6 +78,12 @@ def test_audit_channel_json(capsys):
     assert payload["eps_ch_bound"] == pytest.approx(0.08)
     assert payload["pairs"] >= 300
     assert payload["accounting"] == "paper"
+    bound, exact = payload["claims"]  # each epsilon typed, with its unit and what it covers
+    assert (bound["value"], bound["accounting"], bound["unit"]) == (
+        payload["eps_ch_bound"], "paper", "token")
+    assert (exact["value"], exact["accounting"], exact["unit"]) == (
+        payload["dmax_closed_form"], "rigorous", "token")
+    assert exact["covers"] == bound["covers"] and "before the measurement" in exact["covers"]
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,21 @@ def test_audit_finds_the_worst_case_and_stays_below_theorem1(eps_s):
     assert audit.eps_ch_bound == pytest.approx(0.8 * eps_s, rel=1e-10)
 
 
+def test_each_epsilon_of_the_audit_is_a_typed_claim_at_the_token_unit():
+    audit = audit_channel(1.0, pairs=100, seed=4)
+    bound, exact = audit.claims()
+    assert (bound.value, bound.accounting, bound.unit) == (audit.eps_ch_bound, "paper", "token")
+    assert (exact.value, exact.accounting, exact.unit) == (audit.dmax_closed_form, "rigorous",
+                                                           "token")
+    assert bound.kind == exact.kind == "local eps-QDP of the channel alone, per pass"
+    # the exact worst case is below the paper's bound, and what the sampled pairs reached
+    assert audit.dmax_max <= exact.value * (1 + 1e-8) and exact.value < bound.value
+    assert all("before the measurement" in c.covers and f"p = {audit.p:.6g}" in c.covers
+               for c in (bound, exact))
+    assert all("within full trace distance d = 0.1" in c.notes[0] for c in (bound, exact))
+    assert f"{audit.pairs} sampled pairs" in exact.notes[1]
+
+
 def test_slack_at_eps_0_1_is_about_2_6():
     # Theorem 1's bound is valid but loose: about 2.6x at eps_s = 0.1
     audit = audit_channel(0.1, pairs=200, seed=2)

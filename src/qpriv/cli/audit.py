@@ -88,6 +88,7 @@ def run_channel(args: argparse.Namespace) -> int:
         "dmax_closed_form": audit.dmax_closed_form, "slack": audit.slack, "p": audit.p,
         "gamma": audit.gamma, "d": audit.d, "dim": audit.dim, "pairs": audit.pairs,
         "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting,
+        "claims": [claim.to_json() for claim in audit.claims()],
     }
     if args.json:
         emit_json(payload)
@@ -101,6 +102,10 @@ def run_channel(args: argparse.Namespace) -> int:
         print(f"  worst case, closed form       {audit.dmax_closed_form:.6f}")
         print(f"  slack (bound / worst D_max)   {audit.slack:.2f}x")
         print(f"  {'PASS' if audit.passed else 'FAIL'}: 0 < D_max <= eps_ch")
+        for claim in audit.claims():
+            print(f"  claim: eps {claim.label()}, unit {claim.unit}: {claim.covers}")
+            for note in claim.notes:
+                print(f"    note: {note}")
     return 0 if audit.passed else 1
 
 

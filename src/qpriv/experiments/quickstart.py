@@ -491,4 +491,5 @@ def audit_row(audit: ChannelAudit) -> dict[str, Any]:
     D_max found), labelled."""
     return {"eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound,
             "dmax_max": audit.dmax_max, "slack": audit.slack, "pairs": audit.pairs,
-            "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting}
+            "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting,
+            "claims": [claim.to_json() for claim in audit.claims()]}

@@ -85,6 +85,10 @@ def test_account_inverse(capsys):
         (["account", "--dim", "12"], "power of two"),
         (["account", "--lower-bound-trials", "-1"], "--lower-bound-trials = -1"),
         (["account", "--target-eps", "0"], "error: --target-eps = 0 is outside"),
+        # the library's name for the budget is eps_total: named as this command spells it
+        (["account", "--target-eps", "1e-12", "--delta", "1e-300", "--unit", "record"],
+         "error: --target-eps = 1e-12 at --delta = 1e-300 is below what p = 1 - e^-40 gives "
+         "for the record unit; choose a larger --target-eps or --delta"),
         (["account", "--unit", "epoch"], "invalid choice"),
         (["account", "--eps", "0.1", "--unit", "window"],
          "--unit window is the unit of --target-eps; without it the table lists every unit"),

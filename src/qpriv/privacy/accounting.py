@@ -54,6 +54,7 @@ from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 from scipy.special import logsumexp
 
 from qpriv.errors import (
+    ArgumentError,
     InvalidInputError,
     require_in_range,
     require_positive_int,
@@ -903,9 +904,9 @@ def rigorous_calibration(
 
     seed_pairs = [sic_aligned_pair(p=0.5, d=d, dim=dim)]
     if rdp_of(seed_pairs)(rate_high) > eps_total:
-        raise InvalidInputError(
-            f"eps_total = {eps_total:g} at delta = {delta:g} is below what p = 1 - e^-40 gives "
-            f"for the {unit} unit; choose a larger eps_total or delta"
+        raise ArgumentError(
+            f"{{eps_total}} = {eps_total:g} at {{delta}} = {delta:g} is below what p = "
+            f"1 - e^-40 gives for the {unit} unit; choose a larger {{eps_total}} or {{delta}}"
         )
     rate = _bisect_gamma(rdp_of(seed_pairs), eps_total, rate_low, rate_high, 1e-3)
     pairs = search_worst_pairs(p=-math.expm1(-rate), d=d, dim=dim, count=plan.count,

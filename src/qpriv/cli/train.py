@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "record), window (dpsgd*)")
     tr.add_argument("--clip-range", type=float,
                     help="dp-linear at the record unit: values clipped to [-R, R] in z-scored "
-                         "units (default 2)")
+                         "units (default 1.5)")
     tr.add_argument("--scaler", help="dp-linear at the record unit: 'private' (estimated "
                                      "under the guarantee, default) or 'public' (the training "
                                      "split's scaler declared public, released in the clear)")

@@ -31,8 +31,8 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 
 __all__ = ["log_grid", "private_location_scale", "private_quantile"]
 
-#: Normal quantile spread: (q_{0.9} - q_{0.1}) of N(0, 1).
-_NORMAL_SPREAD_10_90 = 2.0 * 1.2815515655446004
+#: The MAD's Gaussian consistency factor: 1 / Phi^-1(3/4), so that 1.4826 MAD = sigma.
+_MAD_TO_STD = 1.482602218505602
 
 
 def log_grid(*, magnitude: float = 1e6, smallest: float = 1e-4,
@@ -77,17 +77,27 @@ def private_quantile(values: np.ndarray, *, q: float, eps: float, grid: np.ndarr
 def private_location_scale(values: np.ndarray, *, eps: float, rng: np.random.Generator,
                            grid: np.ndarray | None = None, weights: np.ndarray | None = None,
                            unit_weight: float = 1.0) -> tuple[float, float]:
-    """(location, scale) of one channel, eps-DP: the private median, and the private 10-90 %
-    spread over its Gaussian value (2 x 1.2816), each at eps / 3 (basic composition). A scale
-    <= 0 (a degenerate channel, or noise) is replaced by the grid's smallest positive step."""
+    """(location, scale) of one channel, eps-DP: the private median m, then the private median
+    of the absolute deviations ``|x - m|`` times 1.4826 (the MAD's Gaussian consistency
+    factor), each at eps / 2 (basic composition; m is released, so the second count is of
+    fixed values). A scale <= 0 (a degenerate channel) is replaced by the grid's smallest
+    positive step.
+
+    Both are medians on purpose. Every grid point beyond the data scores ``-q n`` or
+    ``-(1 - q) n``, so a tail quantile's (q = 0.1) thousands of far points each score only
+    0.1 n below the best: at eps 0.01 on a channel of 8,640 rows, a 10-90 % spread picked a
+    point decades away from the data in most draws. A median's far points score n / 2 below.
+    One unit moves one deviation as it moves one value, so each count keeps the first
+    stage's Delta_u (module docstring).
+    """
     g = log_grid() if grid is None else np.asarray(grid, dtype=np.float64)
-    share = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0") / 3.0
-    kwargs = {"eps": share, "grid": g, "rng": rng, "weights": weights,
-              "unit_weight": unit_weight}
-    median = private_quantile(values, q=0.5, **kwargs)
-    low = private_quantile(values, q=0.1, **kwargs)
-    high = private_quantile(values, q=0.9, **kwargs)
-    scale = (high - low) / _NORMAL_SPREAD_10_90
+    share = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0") / 2.0
+    kwargs = {"eps": share, "rng": rng, "weights": weights, "unit_weight": unit_weight}
+    median = private_quantile(values, q=0.5, grid=g, **kwargs)
+    deviations = np.abs(np.asarray(values, dtype=np.float64) - median)
+    positive = g[g > 0]
+    scale = _MAD_TO_STD * private_quantile(deviations, q=0.5, grid=positive, **kwargs) \
+        if len(positive) >= 2 else 0.0
     if not scale > 0:
         scale = float(np.min(np.abs(g[g != 0])))
     return median, scale

@@ -161,6 +161,8 @@ def test_record_unit_spends_a_share_on_the_private_scaler(synthetic):
     assert private.details["eps_scaler"] + private.details["eps_gaussian"] == pytest.approx(1.0)
     assert declared.details["eps_scaler"] == 0.0
     assert any("NOT covered" in note for note in declared.notes)
+    [scaler_note] = [note for note in private.notes if note.startswith("the scaler")]
+    assert "median absolute deviation" in scaler_note and "eps = 0.1," in scaler_note
 
 
 def test_ridge_beats_noise_free_public_on_a_learnable_series(synthetic):

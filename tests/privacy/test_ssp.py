@@ -251,6 +251,8 @@ def test_private_location_scale_spends_half_of_eps_on_each_median():
                 second = _FixedChoice(median)
                 private_location_scale(other, eps=eps, rng=second, grid=grid)
                 for stage in (0, 1):
+                    # no probability underflows, so every ratio below is finite
+                    assert (first.p[stage] > 0).all() and (second.p[stage] > 0).all()
                     gap = np.abs(np.log(first.p[stage]) - np.log(second.p[stage])).max()
                     worst[stage] = max(worst[stage], float(gap))
     assert max(worst) <= eps / 2 * (1 + 1e-12)
@@ -269,11 +271,28 @@ def test_private_scale_is_not_thrown_into_the_grids_tails_at_a_small_budget():
     ratio = np.array([d[1] for d in draws]) / 5.0
     assert np.mean(np.abs(location - 30.0) < 5.0) >= 0.9
     assert np.mean((ratio > 1 / 3) & (ratio < 3)) >= 0.9
-    # the 10-90 % spread it replaces, at the same budget (each quantile at eps / 3)
-    old = []
-    for seed in range(40):
-        rng = np.random.default_rng(seed)
-        low, high = (private_quantile(values, q=q, eps=0.01 / 3, grid=grid, rng=rng)
-                     for q in (0.1, 0.9))
-        old.append((high - low) / (2 * 1.2815515655446004) / 5.0)
-    assert np.mean((np.array(old) > 1 / 3) & (np.array(old) < 3)) <= 0.1  # 0 of 40
+
+
+def test_private_location_scale_weighted_unit_obeys_eps_when_a_unit_is_added():
+    """A unit of total weight m added (the window unit's counting): given the same released
+    median, each stage's probabilities move by at most e^(eps/2) with Delta_u = m."""
+    eps, m = 1.0, 3.0
+    grid = np.array([-1.0, 0.0, 0.5, 1.0, 2.0])
+    values = np.array([-0.5, 0.2, 0.2, 1.5, 2.5, 0.7])
+    weights = np.array([1.0, 2.0, 1.0, 3.0, 1.0, 2.0])
+    first = _FixedChoice(0.5)
+    private_location_scale(values, eps=eps, rng=first, grid=grid, weights=weights,
+                           unit_weight=m)
+    worst = [0.0, 0.0]
+    for added in ([0.1, 0.1, 0.1], [-3.0, 1.2, 9.0], [2.0, 2.0, 2.0]):
+        second = _FixedChoice(0.5)
+        private_location_scale(np.concatenate([values, added]), eps=eps, rng=second,
+                               grid=grid, weights=np.concatenate([weights, np.ones(3) * m / 3]),
+                               unit_weight=m)
+        for stage in (0, 1):
+            gap = np.abs(np.log(first.p[stage]) - np.log(second.p[stage])).max()
+            worst[stage] = max(worst[stage], float(gap))
+    # both are medians, whose score one unit moves by at most m / 2: half the stage's share
+    # (a stage that ignored unit_weight would move them three times as far)
+    assert max(worst) <= eps / 4 * (1 + 1e-12)
+    assert min(worst) > 0.1 * eps / 2, worst

@@ -61,6 +61,8 @@ TEST_FRACTION = 0.2
 VALIDATION_FRACTION = 0.2
 """The share of the training split held out when a learning rate is tuned."""
 DATA_SEED = 2024
+DEFAULT_IMAGE_SIZE = 8
+"""Side of a folder task's images after resizing (digits are 8 x 8 already)."""
 TASKS = ("synthetic", "digits", "folder:PATH")
 
 
@@ -117,7 +119,8 @@ class ClassificationData:
                 "class_names": list(self.class_names), **self.description}
 
 
-def load_task(task: str, *, image_size: int = 8, seed: int = DATA_SEED) -> ClassificationData:
+def load_task(task: str, *, image_size: int = DEFAULT_IMAGE_SIZE,
+              seed: int = DATA_SEED) -> ClassificationData:
     """Load ``synthetic``, ``digits`` or ``folder:PATH`` (see the module docstring).
 
     ``image_size`` applies to folder images (digits are 8x8); ``seed`` seeds the split (and the
@@ -217,7 +220,7 @@ def _resize(image: np.ndarray, size: int) -> np.ndarray:
     return torch.nn.functional.interpolate(tensor, size=(size, size), mode="area")[0, 0].numpy()
 
 
-def folder_task(path: str | Path, *, image_size: int = 8, seed: int = DATA_SEED
+def folder_task(path: str | Path, *, image_size: int = DEFAULT_IMAGE_SIZE, seed: int = DATA_SEED
                 ) -> ClassificationData:
     """An ImageFolder-style directory: ``path/<class>/<image>``; grey, ``image_size``^2."""
     image_size = require_positive_int("image_size", image_size)

@@ -37,7 +37,7 @@ from qpriv.classification.bounds import (
     cross_entropy_lipschitz,
     structural_clip,
 )
-from qpriv.classification.data import TASKS, ClassificationData, load_task
+from qpriv.classification.data import DEFAULT_IMAGE_SIZE, TASKS, ClassificationData, load_task
 from qpriv.classification.dpsgd import LR_HINT, MAX_LR, DPSGDConfig, train_dpsgd
 from qpriv.classification.loader import fit_loaders
 from qpriv.classification.models import (
@@ -134,7 +134,7 @@ def train_classifier(
     hidden: Sequence[int] = (32, 32),
     input_bound: float | None = None,
     bias_bound: float | None = None,
-    image_size: int = 8,
+    image_size: int = DEFAULT_IMAGE_SIZE,
     loader_layers: int = 3,
     loader_steps: int = 200,
     unclipped_reference: bool = False,
@@ -342,15 +342,16 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path |
 
     Raises:
         InvalidInputError: it is a file or lies inside one; it already holds a run and
-            ``resume`` is False; ``resume`` without an ``out_dir``, or with one that holds a
-            run but no ``config.json`` (its settings cannot be checked).
+            ``resume`` is False; ``resume`` without an ``out_dir``, with one that does not
+            exist or is empty, or with one that holds a run but no ``config.json`` (its
+            settings cannot be checked).
     """
     return check_run_dir(out_dir, resume=resume, marks=(RESULT_FILE, CHECKPOINT_FILE,
                                                         REFERENCE_FILE),
                          command="train-classifier")
 
 
-def check_batch(task: str, batch: int, *, image_size: int = 8) -> None:
+def check_batch(task: str, batch: int, *, image_size: int = DEFAULT_IMAGE_SIZE) -> None:
     """Refuse an expected ``batch`` above ``task``'s training set (what
     :func:`train_classifier` refuses once it has loaded the task), for a caller that must know
     before it trains anything else, such as the learning-rate tuning's trials."""

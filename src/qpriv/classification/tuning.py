@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qpriv.classification.data import VALIDATION_FRACTION
+from qpriv.classification.data import DEFAULT_IMAGE_SIZE, VALIDATION_FRACTION
 from qpriv.classification.run import check_batch, check_out_dir, train_classifier
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.runs.cache import cached_json
@@ -98,8 +98,9 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
 
     Raises:
         InvalidInputError: an empty grid, a bad rate, ``lr`` beside the grid, an ``out_dir``
-            that already holds a run without ``resume``, a kept choice from another grid, or
-            any bad training argument.
+            that already holds a run without ``resume`` (or, with it, does not exist or is
+            empty), a kept choice from another grid, a batch above the training set (before
+            any trial), or any bad training argument.
     """
 
     if "lr" in arguments:
@@ -126,7 +127,7 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
             # the trials clamp the batch to their smaller split; the run they tune for would
             # refuse it only after them
             check_batch(arguments["task"], arguments["batch"],
-                        image_size=arguments.get("image_size", 8))
+                        image_size=arguments.get("image_size", DEFAULT_IMAGE_SIZE))
         trials = [(lr, train_classifier(**{**arguments, "diagnostics": False,
                                            "unclipped_reference": False, "out_dir": None},
                                         lr=lr, validation=validation))

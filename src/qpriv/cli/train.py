@@ -18,6 +18,7 @@ from qpriv.cli.common import (
 )
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.experiments.report import write_report_html
+from qpriv.forecasting.linear import DEFAULTS
 from qpriv.forecasting.methods import DEFAULT_EPS
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
@@ -47,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "record), window (dpsgd*)")
     tr.add_argument("--clip-range", type=float,
                     help="dp-linear at the record unit: values clipped to [-R, R] in z-scored "
-                         "units (default 1.5)")
+                         f"units (default {DEFAULTS['record']['clip']:g})")
     tr.add_argument("--scaler", help="dp-linear at the record unit: 'private' (estimated "
                                      "under the guarantee, default) or 'public' (the training "
                                      "split's scaler declared public, released in the clear)")

@@ -402,7 +402,7 @@ def fit_ridge(data: ForecastData, *, ridge: float = 10.0,
 
 
 #: Defaults chosen on ETTh1's validation split (H = 24, 3 noise seeds) over feature bases,
-#: output blocks, ridge scales 2-50 and row clips 2-4; the record unit's value range R was
+#: output blocks, ridge scales 2-50 and the row clips; the record unit's value range R was
 #: chosen again (1, 1.5, 2; 10 noise seeds at eps 0.1, 0.5, 1 and 5) once the private scaler
 #: estimated its scale from the median absolute deviation: 1.5 is better than 2 at eps <= 1
 #: and level at 5, where 1 falls behind. The test split was not used.

@@ -198,8 +198,9 @@ def run_forecast(
 
     Raises:
         InvalidInputError: any bad argument (before any file is written), a missing dataset,
-            an ``out_dir`` that already holds a run without ``resume``, or a ``resume`` whose
-            settings differ from the checkpointed run.
+            an ``out_dir`` that already holds a run without ``resume``, a ``resume`` on an
+            ``out_dir`` that does not exist or is empty, or a ``resume`` whose settings differ
+            from the checkpointed run.
     """
     entry = method_entry(method)
     eps = run_budget(method, eps=eps, eps_total=eps_total, accounting=accounting)

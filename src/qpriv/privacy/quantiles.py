@@ -80,8 +80,13 @@ def private_location_scale(values: np.ndarray, *, eps: float, rng: np.random.Gen
     """(location, scale) of one channel, eps-DP: the private median m, then the private median
     of the absolute deviations ``|x - m|`` times 1.4826 (the MAD's Gaussian consistency
     factor), each at eps / 2 (basic composition; m is released, so the second count is of
-    fixed values). A scale <= 0 (a degenerate channel) is replaced by the grid's smallest
-    positive step.
+    fixed values). A grid with fewer than two positive points gives the scale its smallest
+    positive step, which spends nothing.
+
+    A channel with more than half of its values equal has a median absolute deviation of 0:
+    the private one then lands on a small grid point, and clipping at a few such scales keeps
+    little but the sign of the other values' deviations (a fit stays private, and loses that
+    channel's signal; a constant channel is refused by the loader before any fit).
 
     Both are medians on purpose. Every grid point beyond the data scores ``-q n`` or
     ``-(1 - q) n``, so a tail quantile's (q = 0.1) thousands of far points each score only

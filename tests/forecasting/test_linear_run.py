@@ -154,7 +154,9 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
 @needs_ett
 @pytest.mark.slow
 @pytest.mark.parametrize(("unit", "eps", "target"), [
-    ("record", 1.0, 0.34), ("record", 0.1, 0.36), ("window", 1.0, 0.335)])
+    # the issue's targets were 0.34, 0.36 and 0.335; record eps 0.1 is pinned at 0.341, between
+    # the 0.3397 measured and the 0.3415 of the 10-90 % spread scaler it replaced
+    ("record", 1.0, 0.34), ("record", 0.1, 0.341), ("window", 1.0, 0.335)])
 def test_dp_linear_beats_the_public_floor_at_its_targets(unit, eps, target):
     """The measured targets (mean of 5 noise seeds, the full training split); every
     hyper-parameter was fixed on the validation split."""

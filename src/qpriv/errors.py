@@ -25,7 +25,7 @@ def _bad_value(name: str, rest: str) -> InvalidInputError:
     ``name`` is one (so the command line says ``--preclip-noise = -1``, Python
     ``preclip_noise = -1``), plain text for a described quantity ("hidden width")."""
     if name.isidentifier():
-        return ArgumentError("{" + name + "}" + rest.replace("{", "{{").replace("}", "}}"))
+        return ArgumentError("{" + name + "}" + ArgumentError.literal(rest))
     return InvalidInputError(name + rest)
 
 
@@ -116,6 +116,11 @@ class ArgumentError(InvalidInputError):
         self.template = template
         self.values = dict(values or {})
         super().__init__(self.spelled({}))
+
+    @staticmethod
+    def literal(text: object) -> str:
+        """``text`` (a path, a repr) for a template, read as it is: its braces doubled."""
+        return str(text).replace("{", "{{").replace("}", "}}")
 
     def spelled(self, names: Mapping[str, str]) -> str:
         """The message with each argument called by ``names[field]`` (a field that ``names``

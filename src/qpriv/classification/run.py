@@ -362,10 +362,9 @@ def _check_batch(batch: int, *, task: str, n_train: int) -> None:
     """Refuse an expected batch above the training set's size: every step would take the whole
     set, not the batch asked for (and the accountant's sampling rate would exceed 1)."""
     if batch > n_train:
-        named = repr(task).replace("{", "{{").replace("}", "}}")
         raise ArgumentError(f"{{batch}} = {batch} is outside the valid range [1, {n_train}]: "
-                            f"task {named} has {n_train} training examples; give {{batch}} "
-                            f"{n_train} or less")
+                            f"task {ArgumentError.literal(repr(task))} has {n_train} training "
+                            f"examples; give {{batch}} {n_train} or less")
 
 
 _UNCHECKED = ("threads",)

@@ -117,9 +117,9 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
     def same_grid(record: dict) -> bool:
         tried = sorted(t.get("lr") for t in record.get("trials", []) if isinstance(t, dict))
         if tried != rates or "lr" not in record:
-            where = str(kept).replace("{", "{{").replace("}", "}}")
-            raise ArgumentError(f"{where} tuned over another {{grid}}; resume with the same "
-                                "grid, or start afresh in another {out_dir}")
+            raise ArgumentError(f"{ArgumentError.literal(kept)} tuned over another {{grid}}; "
+                                "resume with the same grid, or start afresh in another "
+                                "{out_dir}")
         return True
 
     def tune() -> dict:

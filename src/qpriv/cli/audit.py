@@ -83,12 +83,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_channel(args: argparse.Namespace) -> int:
     """Print the channel audit; exit code 1 if a pair exceeds Theorem 1's bound."""
     audit = audit_channel(args.eps, d=args.d, dim=args.dim, pairs=args.pairs, seed=args.seed)
+    claims = audit.claims()
     payload = {
         "eps_s": audit.eps_s, "eps_ch_bound": audit.eps_ch_bound, "dmax_max": audit.dmax_max,
         "dmax_closed_form": audit.dmax_closed_form, "slack": audit.slack, "p": audit.p,
         "gamma": audit.gamma, "d": audit.d, "dim": audit.dim, "pairs": audit.pairs,
         "passed": audit.passed, "kind": audit.kind, "accounting": audit.accounting,
-        "claims": [claim.to_json() for claim in audit.claims()],
+        "claims": [claim.to_json() for claim in claims],
     }
     if args.json:
         emit_json(payload)
@@ -102,7 +103,7 @@ def run_channel(args: argparse.Namespace) -> int:
         print(f"  worst case, closed form       {audit.dmax_closed_form:.6f}")
         print(f"  slack (bound / worst D_max)   {audit.slack:.2f}x")
         print(f"  {'PASS' if audit.passed else 'FAIL'}: 0 < D_max <= eps_ch")
-        for claim in audit.claims():
+        for claim in claims:
             print(f"  claim: eps {claim.label()}, unit {claim.unit}: {claim.covers}")
             for note in claim.notes:
                 print(f"    note: {note}")

@@ -127,9 +127,9 @@ def _budget(budget: str, *, what: str, out: Path, folder: Path) -> None:
         if folder.parent.is_dir() else []
     found = f" (it has: {', '.join(others)})" if others else ""
     if budget == FULL.name and others:
-        place = str(folder.parent).replace("{", "{{").replace("}", "}}")  # a template
         raise ArgumentError(
-            f"{what} has no report at the full budget in {place}{found}; run it at the full "
+            f"{what} has no report at the full budget in "
+            f"{ArgumentError.literal(folder.parent)}{found}; run it at the full "
             "budget to the end, or publish a test of the pipeline with {budget}",
             values={"budget": others[0]})
     raise InvalidInputError(f"{what} has no {budget}-budget report in {folder}{found}; run it "

@@ -81,14 +81,14 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
                                     f"(qpriv {command}: --out)")
         return None
     out = check_folder(out_dir, flag="out_dir")
-    if resume and not visible_entries(out):
+    others = visible_entries(out)
+    if resume and not others:
         # resuming nothing would start a new run as if resume were not given
-        where = str(out).replace("{", "{{").replace("}", "}}")
-        raise ArgumentError(f"no run to resume at {where}; drop {{resume}} to start one")
+        raise ArgumentError(f"no run to resume at {ArgumentError.literal(out)}; drop {{resume}} "
+                            "to start one")
     held = [name for name in marks if (out / name).exists()]
     # a run writes several files into its own folder: never mix them into a folder of other
     # files (an unfinished run that got as far as its settings is still a run)
-    others = visible_entries(out)
     if others and not RUN_FILES.intersection(others):
         raise InvalidInputError(f"out_dir {out} holds other files ({first_names(others)}) and "
                                 "no qpriv run; a run writes several files into its own folder: "

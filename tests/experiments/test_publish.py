@@ -113,9 +113,13 @@ def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, publi
     dest.parent.mkdir()
     argv = ["--out", str(out), "--reproduce", "table9", "--dest", str(dest), "--command",
             COMMAND]
-    # the full budget is the default: a tiny grid is published only when asked for by name
-    assert "run it at the full budget to the end, or publish a test of the pipeline with " \
-           "--allow-budget tiny" in _refused(publish, argv, dest)
+    # the full budget is the default: a tiny grid is published only when asked for by name; the
+    # folders found are named as they are, braces and all
+    (out / "table9" / "{odd}").mkdir()
+    err = _refused(publish, argv, dest)
+    assert "(it has: tiny, {odd}); run it at the full budget to the end, or publish a test of " \
+           "the pipeline with --allow-budget tiny" in err
+    (out / "table9" / "{odd}").rmdir()
     argv += ["--allow-budget", "tiny"]
     cells = out / "cells" / "tiny"
     (cells / "ETTh1-H24-dpsgd-eps0.1-s2024" / "mia.json").unlink()

@@ -129,7 +129,7 @@ def _budget(budget: str, *, what: str, out: Path, folder: Path) -> None:
     if budget == FULL.name and others:
         raise ArgumentError(
             f"{what} has no report at the full budget in "
-            f"{ArgumentError.literal(folder.parent)}{found}; run it at the full "
+            f"{ArgumentError.literal(f'{folder.parent}{found}')}; run it at the full "
             "budget to the end, or publish a test of the pipeline with {budget}",
             values={"budget": others[0]})
     raise InvalidInputError(f"{what} has no {budget}-budget report in {folder}{found}; run it "

@@ -85,8 +85,8 @@ def private_location_scale(values: np.ndarray, *, eps: float, rng: np.random.Gen
 
     A channel with more than half of its values equal has a median absolute deviation of 0:
     the private one then lands on a small grid point, and clipping at a few such scales keeps
-    little but the sign of the other values' deviations (a fit stays private, and loses that
-    channel's signal; a constant channel is refused by the loader before any fit).
+    little but which values differ from the median (a fit stays private, and loses what the
+    sizes of those values say; a constant channel is refused by the loader before any fit).
 
     Both are medians on purpose. Every grid point beyond the data scores ``-q n`` or
     ``-(1 - q) n``, so a tail quantile's (q = 0.1) thousands of far points each score only

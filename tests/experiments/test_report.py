@@ -144,7 +144,7 @@ def _frontier_folder(where: Path) -> Path:
         {"method": "public", "eps": None, "unit": "record", "role": frontier.FLOOR,
          "reading": "the floor: reads no training data", "claim_kind": None,
          "claim_accounting": None, "claim_unit": None, "delta": None,
-         "covers": "reads no training data (eps = 0)", "covers_unit": True,
+         "covers": frontier.FLOOR_COVERS, "covers_unit": True,
          "covers_weights": True, "mse_mean": 0.40831, "mse_sd": None, "mae_mean": 0.40101,
          "mae_sd": None, "n_seeds": 1, "failed_seeds": 0, "seeds": "2024", "family": "linear",
          "seq_len": 336, "train_windows": 64, "test_windows": 32, "budget": "tiny"},

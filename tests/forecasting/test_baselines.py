@@ -13,6 +13,7 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.rigorous import EQ2_NEIGHBOURHOOD_NOTE
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
@@ -193,6 +194,13 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
             if setup.privacy == "global (eps, delta)-DP":  # DP-SGD: its stop reads the data
                 assert DIVERGENCE_NOTE in notes, name
                 assert WINDOW_COUNT_NOTE in notes, name  # add/remove a window moves the count
+            # a neighbourhood the code assumes and does not enforce is said in the claim
+            assumed = (EQ2_NEIGHBOURHOOD_NOTE in notes
+                       or any("assumed, not enforced" in note for note in notes))
+            # DP-SGD clips each window; the signed encoding proves its d
+            enforced = (setup.privacy == "global (eps, delta)-DP"
+                        or setup.config.encoding == "signed")
+            assert assumed != enforced, name
     assert set(claimed) == {"local eps-QDP per pass", "local (eps, delta)-DP per pass",
                             "global (eps, delta)-DP"}
 

@@ -156,6 +156,7 @@ def test_every_method_forecasts_a_user_csv_in_its_own_units(method, csv, tmp_pat
     assert digest not in (run_dir / RESULT_FILE).read_text()
     assert result["inference"]["source_sha256"] is None and sidecar["training_sha256"] is None
     assert SOURCE_NOTE in result["privacy_notes"]
+    assert all(SOURCE_NOTE in claim["notes"] for claim in result["claims"])  # each claim too
 
 
 def test_which_methods_draw_noise_at_inference():

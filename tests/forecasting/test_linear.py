@@ -11,7 +11,9 @@ import pytest
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import (
+    CONSTANT_CHANNEL_NOTE,
     COVERS_LINEAR,
+    HYPER_PARAMETER_NOTE,
     MAX_DP_LINEAR_EPS,
     LinearSpec,
     evaluate,
@@ -302,7 +304,9 @@ def test_the_record_claim_says_any_replacement_and_names_the_constant_channel_re
     [record] = [note for note in claim.notes if note.startswith("record:")]
     assert "replaced by any other value" in record and "[-1.5, 1.5]" in record
     assert "at most 3" in record
-    assert any("constant on the training split is refused" in note for note in claim.notes)
+    assert CONSTANT_CHANNEL_NOTE in claim.notes
+    assert "(constant, or values so large" in CONSTANT_CHANNEL_NOTE
+    assert HYPER_PARAMETER_NOTE in claim.notes and "ETTh1's training split" in HYPER_PARAMETER_NOTE
 
 
 def test_the_private_fits_read_the_files_values_so_a_record_moves_only_itself(tmp_path):

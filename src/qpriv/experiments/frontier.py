@@ -116,6 +116,9 @@ SCALER_PER_WINDOW = "none: each window normalised by itself"
 SCALER_CLEAR = "the loader's, in the clear (named in the claim)"
 SCALER_DECLARED = "declared public by the user"
 SCALER_NO_DATA = "none: reads no training data"
+FLOOR_COVERS = ("reads no training data (eps = 0; its one fixed design was chosen on ETTh1's "
+                "validation split)")
+"""What the floor's row covers: it reads nothing, and how its design was chosen."""
 SCALER_NOT_PRIVATE = "the loader's (no guarantee)"
 SCALERS = {"private": SCALER_PRIVATE, "none": SCALER_PER_WINDOW, "data": SCALER_DECLARED,
            "given": SCALER_DECLARED}
@@ -497,7 +500,7 @@ def row_of(series: Series, *, eps: float | None, runs: Sequence[tuple[int, Path]
     windows = results[0].windows if results else {}
     scaler = scaler_of(series.role, results)
     if series.role == FLOOR:
-        covers, covers_unit, covers_weights = "reads no training data (eps = 0)", True, True
+        covers, covers_unit, covers_weights = FLOOR_COVERS, True, True
     elif claim is None:
         covers, covers_unit, covers_weights = "nothing: no privacy guarantee", False, False
     else:
@@ -601,8 +604,10 @@ def explain(report: FrontierReport) -> list[str]:
         FEATURE_PATH: "the LDPT paper's local per-pass eps (token unit, accounting=paper): it "
                       "holds for what one pass releases (the quantum features, or the noised "
                       "input); the forecast targets and the trained weights are not covered",
-        FLOOR: "the public forecast: it reads no training data (eps = 0 at every unit); a "
-               "private method is worth its noise only below it",
+        FLOOR: "the public forecast: it reads no training data (eps = 0 at every unit; its "
+               "one fixed design was chosen on ETTh1's validation split, whose first "
+               "look-backs are the training split's last L rows); a private method is worth "
+               "its noise only below it",
         NON_PRIVATE: "fitted or trained in the clear: no guarantee (the utility that privacy "
                      "costs is measured against it)",
     }

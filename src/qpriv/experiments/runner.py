@@ -467,7 +467,8 @@ def _legend_text(kind: Kind, shown: Sequence[str]) -> str | None:
                          + " what the run spent, Opacus RDP, accounting=rigorous")
     elif kind == Kind.LOCAL_DP and "eps" in shown:
         parts.append("`eps` is local (eps, delta = 1e-6)-DP per pass of the input (Gaussian "
-                     "mechanism, L2 sensitivity 1), accounting=paper")
+                     "mechanism, L2 sensitivity 1 assumed: the input is not clipped), "
+                     "accounting=paper")
     return "; ".join(parts) or None
 
 

@@ -67,7 +67,9 @@ from qpriv.privacy.ssp import (
 )
 
 __all__ = [
+    "CONSTANT_CHANNEL_NOTE",
     "COVERS_LINEAR",
+    "HYPER_PARAMETER_NOTE",
     "MAX_DP_LINEAR_EPS",
     "DPLinearFit",
     "LinearForecaster",
@@ -85,9 +87,16 @@ __all__ = [
 
 COVERS_LINEAR = "the linear forecaster's weights and every forecast computed from them"
 CONSTANT_CHANNEL_NOTE = (
-    "a channel that is constant on the training split is refused before any fit (the loader "
-    "cannot z-score it): that refusal reads the training data and is not covered")
+    "a channel the loader cannot z-score on the training split (constant, or values so large "
+    "that its mean or std overflows float64) is refused before any fit, as is a file with an "
+    "empty or non-finite cell: that refusal reads the training data and is not covered (the "
+    "guarantee's neighbours are finite values that leave the channel z-scorable)")
 """What escapes a dp-linear claim besides the named hyper-parameters: whether it runs at all."""
+HYPER_PARAMETER_NOTE = (
+    "hyper-parameters (feature basis, public forecast, clip ranges, ridge scale, budget split) "
+    "were chosen among dp-linear fits on ETTh1's training split, scored on its validation "
+    "split: on ETTh1 that choice read the training data through those fits, and its cost is "
+    "not accounted (on other data they are fixed constants)")
 MAX_DP_LINEAR_EPS = 1e6
 """The largest budget :func:`fit_dp_linear` takes. Its analytic Gaussian calibration stays
 finite and warning-free for every delta in (0, 1) up to 1e6 (its root search first warns
@@ -530,8 +539,7 @@ def fit_dp_linear(
     }
     notes = (
         scaler_note,
-        "hyper-parameters (feature basis, public forecast, clip ranges, ridge scale, budget "
-        "split) were chosen on the validation split and are not themselves private",
+        HYPER_PARAMETER_NOTE,
         CONSTANT_CHANNEL_NOTE,
         randomness_note(secret=seed is None),
     )

@@ -61,8 +61,9 @@ EVALUATION_NOTE = (
 """Named in every linear method's claim: what the evaluation releases besides the model."""
 PUBLIC_NOTE = ("the public forecast reads no training data; its fixed form (a blend of the "
                "seasonal naive forecast and the level-matched profile of the last 7 days, "
-               "LinearSpec) was chosen once on ETTh1's validation split (H = 24), so on ETTh1 "
-               "that choice is not itself private")
+               "LinearSpec) was chosen once on ETTh1's validation split (H = 24), whose first "
+               "windows' look-backs are the last L rows of the training split, so on ETTh1 "
+               "that choice read those rows and is not itself private")
 """What the public floor's result says of how its one design was chosen."""
 
 
@@ -144,7 +145,9 @@ def run_linear(
                 data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
                 scaler="data" if scaler == "public" else "private")
         seconds = time.perf_counter() - tic
-        claims = tuple(replace(claim, notes=(*claim.notes, EVALUATION_NOTE))
+        # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
+        source = (SOURCE_NOTE,) if request["source_sha256"] is not None else ()
+        claims = tuple(replace(claim, notes=(*claim.notes, EVALUATION_NOTE, *source))
                        for claim in claims)
         test, val = evaluate(model, data.test, by_channel=True), evaluate(model, data.val)
         # the kernel is equivariant to per-channel affine maps: the z-scored errors times the
@@ -168,9 +171,10 @@ def run_linear(
         "claims": claim_entries, "unit": unit,
         "model": {"family": LINEAR, "name": model.name, "spec": asdict(STANDARD_LINEAR)},
         "fit": model.details,
-        "privacy_notes": [*(note for claim in claims for note in claim.notes),
-                          *([PUBLIC_NOTE] if method == "public" else []),
-                          *([SOURCE_NOTE] if request["source_sha256"] is not None else [])],
+        "privacy_notes": list(dict.fromkeys([
+            *(note for claim in claims for note in claim.notes),
+            *([PUBLIC_NOTE] if method == "public" else []),
+            *([SOURCE_NOTE] if request["source_sha256"] is not None else [])])),
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
                         "threads": used_threads},
     }

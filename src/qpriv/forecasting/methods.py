@@ -355,7 +355,11 @@ def _dp_input(base: ModelConfig, eps: float | None) -> MethodSetup:
     config = replace_config(_classical(base, None).config, input_noise=sigma)
     notes = ["each pass releases a fresh noisy copy of every window: (eps, delta) holds per "
              "pass, for neighbouring windows at L2 distance <= 1 in z-score units; passes "
-             "compose (the paper calls it global)"]
+             "compose (the paper calls it global)",
+             "the L2 sensitivity 1 is eq. 1's neighbourhood, assumed, not enforced: the input "
+             "is not clipped, so one changed value moves every window that holds it by as "
+             "much as it changes in z-score units, and the guarantee says nothing about a "
+             "change beyond distance 1"]
     if not 0 < eps < 1:
         notes.append(f"eq. 1's classical proof needs eps < 1; at eps = {eps:g} the Gaussian "
                      "sigma carries no proven guarantee")

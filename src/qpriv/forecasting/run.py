@@ -359,9 +359,14 @@ def run_forecast(
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trainer.device), "threads": used_threads},
     }
-    result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
-    if request["source_sha256"] is not None:  # a user's CSV: its digest is not released
+    if request["source_sha256"] is not None:
+        # a user's CSV: its digest in config.json escapes every guarantee, and each claim says so
+        for key in CLAIM_KEYS:
+            if isinstance(result.get(key), dict):
+                result[key] = {**result[key], "notes": [*result[key].get("notes", []),
+                                                        SOURCE_NOTE]}
         result["privacy_notes"] = [*result.get("privacy_notes", []), SOURCE_NOTE]
+    result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
         if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more
@@ -435,10 +440,12 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
     if setup.privacy == Kind.LOCAL_DP:
         eps = setup.eps_per_pass
         delta = setup.noise["delta"]
-        mechanism = {"mechanism": "Gaussian (eq. 1), L2 sensitivity 1"}
+        mechanism = {"mechanism": "Gaussian (eq. 1), L2 sensitivity 1 assumed (input not "
+                                  "clipped)"}
         per_pass = PrivacyClaim(
             value=eps, delta=delta, kind=Kind.LOCAL_DP, accounting=Accounting.PAPER,
-            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS, notes=(SCALER_NOTE, drawn),
+            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS,
+            notes=(*setup.notes, SCALER_NOTE, drawn),
             details=mechanism)
         composed = replace(
             per_pass, value=basic_composition(eps, epochs=epochs), kind=Kind.COMPOSED,
@@ -464,7 +471,7 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         "paper accounting counts one use of the channel per token and pass; the features "
         "release N_s shots of every token, over all tokens and passes: see the rigorous "
         "accounting",
-        TARGETS_NOTE, bypass, SCALER_NOTE, drawn)
+        TARGETS_NOTE, bypass, SCALER_NOTE, *neighbourhood_notes(setup.config), drawn)
     neighbourhood = {"neighbourhood": (
         signed_neighbourhood(setup.config) if setup.config.encoding == "signed"
         else f"trace distance d = {cal.d:g} (full norm)")}

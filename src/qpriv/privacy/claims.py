@@ -64,8 +64,9 @@ class Kind(_Word):
     LOCAL_DP = "local (eps, delta)-DP per pass"
     """A Gaussian mechanism on each pass's input (the DP-Input baseline, eq. 1)."""
     GLOBAL_DP = "global (eps, delta)-DP"
-    """Add or remove one unit of the training data; holds for everything computed from the
-    released object (DP-SGD's weights, a sufficient-statistics fit)."""
+    """Neighbours differ in one unit of the training data (a window added or removed; a
+    record replaced); holds for everything computed from the released object (DP-SGD's
+    weights, a sufficient-statistics fit)."""
     COMPOSED = "composed"
     """A per-pass or per-use guarantee composed over passes, shots, tokens or epochs."""
 

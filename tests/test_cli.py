@@ -167,6 +167,14 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
         # the seeds were accepted and nothing used them
         (["reproduce", "table1", "--seeds", "2024", "--budget", "tiny", "--out", "run"],
          "experiment 'table1' trains nothing and takes no --seeds; leave them out"),
+        # torch starts every thread: 100,000 crashed the process, leaving a config.json behind
+        (["train", "--threads", "100000", "--out", "run"],
+         "qpriv train: argument --threads: expected at most 1024 threads (torch starts every "
+         "one), got 100000; give at most the machine's cores (see 'qpriv train --help')"),
+        (["train-classifier", "--threads", "5000", "--out", "run"],
+         "qpriv train-classifier: argument --threads: expected at most 1024 threads (torch "
+         "starts every one), got 5000; give at most the machine's cores (see 'qpriv "
+         "train-classifier --help')"),
     ],
 )
 def test_a_refused_value_or_combination_is_one_line_and_writes_nothing(

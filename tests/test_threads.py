@@ -33,3 +33,7 @@ def test_a_bad_count_is_refused():
     with pytest.raises(InvalidInputError, match="threads = 0 is not an integer >= 1"), \
             torch_threads(0):
         pass
+    # torch starts every thread it is given: 100,000 crashed the process with no message
+    with pytest.raises(InvalidInputError, match=r"threads = 1025 is outside the valid range "
+                                                r"\[1, 1024\]"), torch_threads(1025):
+        pass

@@ -11,9 +11,13 @@ from threadpoolctl import threadpool_limits
 
 from qpriv.errors import InvalidInputError
 
+MAX_THREADS = 1024
+"""The most CPU threads a block takes: torch starts every one of them, and far beyond any
+machine's cores that fails outright (100,000 crashed the process, with no message)."""
+
 
 def check_threads(threads: int | None) -> int | None:
-    """``threads`` if it is None or an integer >= 1.
+    """``threads`` if it is None or an integer in [1, :data:`MAX_THREADS`].
 
     Raises:
         InvalidInputError: anything else.
@@ -21,6 +25,10 @@ def check_threads(threads: int | None) -> int | None:
     if threads is not None and (isinstance(threads, bool) or int(threads) != threads
                                 or threads < 1):
         raise InvalidInputError(f"threads = {threads!r} is not an integer >= 1")
+    if threads is not None and threads > MAX_THREADS:
+        raise InvalidInputError(
+            f"threads = {threads} is outside the valid range [1, {MAX_THREADS}]: torch starts "
+            "every thread it is given; give at most the machine's cores")
     return threads
 
 

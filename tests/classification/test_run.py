@@ -208,6 +208,13 @@ def test_image_models_on_digits() -> None:
     ({"tau": 0.0}, "tau = 0 is outside"),
     ({"batch": 0}, "batch = 0 is outside"),
     ({"lr": 1e38}, r"lr = 1e\+38 is outside the valid range \(0, 1e\+06\]"),
+    # each overflowed float64 in the diagnostics or the analytic bound (a traceback, and a
+    # config.json left behind), far above any useful value
+    ({"clip": 1e200, "eps": 1.0}, r"clip = 1e\+200 is outside the valid range \(0, 1e\+06\]"),
+    ({"tau": 1e-300}, r"tau = 1e-300 is outside the valid range \[1e-06, inf\)"),
+    ({"model": "lipschitz", "clip": "analytic", "input_bound": 1e308},
+     r"input_bound = 1e\+308 is outside the valid range \(0, 1e\+06\]"),
+    ({"model": "lipschitz", "clip": "analytic", "bias_bound": 1e7}, r"bias_bound = 1e\+07"),
 ])
 def test_bad_arguments_fail_before_training(kwargs, message) -> None:
     args = {"task": "synthetic", "model": "quantum", "clip": 1.0, **FAST, **kwargs}

@@ -62,7 +62,7 @@ from qpriv.runs.directory import check_out_dir as check_run_dir
 from qpriv.runs.directory import open_run
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, REFERENCE_FILE, RESULT_FILE
-from qpriv.threads import torch_threads
+from qpriv.threads import check_threads, torch_threads
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import DIVERGENCE_NOTE, diverged_epoch
 
@@ -104,6 +104,12 @@ def analytic_constants_note(*, task: str, input_bound: float, bias_bound: float,
 
 DEFAULT_TAU = 0.5
 """The logit temperature of the quantum models."""
+MAX_BOUND = 1e6
+"""The largest clipping threshold C, input bound X and bias bound B a run takes, and 1 / the
+smallest temperature tau. A per-example gradient of norm 1e6 is far beyond any a trained model
+meets (C above it clips nothing), and the diagnostics' noise variance, which squares sigma C,
+and the analytic bound, which multiplies X and B by 1 / tau through the layers, overflow
+float64 far above it (C near 1e154, X near 1e308)."""
 DEFAULT_LR = 0.01
 """The learning rate of a run that is given none and tunes none."""
 ACCOUNTANT = ACCOUNTANTS["rdp"]
@@ -396,7 +402,9 @@ def _validate(**args) -> dict:
                 f"circuit gradients; {model!r} has no such bound"
             )
     elif clip is not None:
-        require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
+        require_in_range("clip", clip, low=0.0, high=MAX_BOUND,
+                         hint="the clipping threshold C is > 0, and one above 1e6 clips "
+                              "nothing a model meets: give C such as 0.1-10")
     if clip is None and args["eps"] is not None:
         raise ArgumentError("a private run ({eps} given) needs a clipping threshold: give "
                             "{clip} a number C > 0, or 'analytic' / 'structural' where the "
@@ -418,7 +426,8 @@ def _validate(**args) -> dict:
     require_in_range("preclip_noise", args["preclip_noise"], low=0.0, low_inclusive=True)
     if args["tau"] is None:
         args["tau"] = ANALYTIC_TAU if clip == "analytic" else DEFAULT_TAU
-    require_in_range("tau", args["tau"], low=0.0, hint="the logits are <Z_k> / tau")
+    require_in_range("tau", args["tau"], low=1.0 / MAX_BOUND, low_inclusive=True,
+                     hint="the logits are <Z_k> / tau: give tau such as 0.1-10")
     if args["n_layers"] is not None:
         require_positive_int("n_layers", args["n_layers"])
     require_in_range("depolarizing", args["depolarizing"], low=0.0, high=1.0,
@@ -430,8 +439,7 @@ def _validate(**args) -> dict:
     require_positive_int("image_size", args["image_size"])
     require_positive_int("loader_layers", args["loader_layers"])
     require_positive_int("loader_steps", args["loader_steps"])
-    if args["threads"] is not None:
-        require_positive_int("threads", args["threads"])
+    check_threads(args["threads"])
     if args["validation"] is not None:
         require_in_range("validation", args["validation"], low=0.0, high=1.0,
                          high_inclusive=False,
@@ -444,8 +452,8 @@ def _validate(**args) -> dict:
         for key, default in ANALYTIC_DEFAULTS.items():
             value = default if analytic[key] is None else analytic[key]
             analytic[key] = require_in_range(
-                key, value, low=0.0, low_inclusive=key == "bias_bound",
-                hint="a public norm bound of clip 'analytic'")
+                key, value, low=0.0, low_inclusive=key == "bias_bound", high=MAX_BOUND,
+                hint="a public norm bound of clip 'analytic', at most 1e6")
     elif any(v is not None for v in analytic.values()):
         raise ArgumentError("{input_bound} and {bias_bound} set the bound of {clip}; a "
                             f"clip of {clip!r} takes neither: leave them out",

@@ -12,6 +12,7 @@ from pathlib import Path
 from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
+from qpriv.threads import MAX_THREADS
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
 KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid", "eps_s": "--eps"}
@@ -89,7 +90,7 @@ def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
                         help="cells and reports go here; finished cells are never recomputed")
     parser.add_argument("--data-dir", type=existing_path,
                         help="file or directory holding the datasets")
-    parser.add_argument("--threads", type=positive_int, default=1,
+    parser.add_argument("--threads", type=thread_count, default=1,
                         help="torch threads per forecasting cell (1 is the fastest on a "
                              "shared 2-core CPU); a classifier run always takes one, so that a "
                              "stored run's numbers do not depend on the machine")
@@ -136,6 +137,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def thread_count(text: str) -> int:
+    """An argparse type: a CPU thread count, as :func:`qpriv.threads.check_threads` takes it."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(
+            f"expected at most {MAX_THREADS} threads (torch starts every one), got {value}; "
+            "give at most the machine's cores")
     return value
 
 

@@ -15,6 +15,7 @@ from qpriv.cli.common import (
     positive_int,
     print_table,
     seed_of,
+    thread_count,
 )
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.experiments.report import write_report_html
@@ -79,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="use at most this many validation and test windows (default: all)")
     tr.add_argument("--eval-passes", type=positive_int, default=1,
                     help="test passes to average (predictions are stochastic)")
-    tr.add_argument("--threads", type=positive_int,
+    tr.add_argument("--threads", type=thread_count,
                     help="torch CPU threads (default: torch's)")
     tr.add_argument("--out", type=out_path,
                     help="directory for config, checkpoints and result.json (default: none, "

@@ -18,6 +18,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
     seed_of,
+    thread_count,
 )
 from qpriv.errors import InvalidInputError
 
@@ -76,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="read-out shots S (quantum; default: exact expectations)")
     tc.add_argument("--unclipped-reference", action="store_true",
                     help="also train without clipping and report the distance from its loss")
-    tc.add_argument("--threads", type=positive_int, help="torch CPU threads (default: torch's)")
+    tc.add_argument("--threads", type=thread_count, help="torch CPU threads (default: torch's)")
     tc.add_argument("--out", type=out_path,
                     help="keep config, per-epoch checkpoints and result here (default: none, "
                          "nothing is written)")

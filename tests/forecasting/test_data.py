@@ -229,6 +229,28 @@ def test_custom_csv_split_is_70_10_20_with_lookback(tmp_path: Path) -> None:
     assert data.val.row_offset + 10 == 140 and data.test.row_offset + 10 == 160
 
 
+def test_a_csv_with_a_gap_in_its_timestamps_is_refused_before_its_windows_join_it(
+        tmp_path: Path) -> None:
+    """A window reads L + H rows as equal steps: across a gap it would join two stretches of
+    the series silently (a run trained on it also had no frequency to forecast with)."""
+    path = _write_csv(tmp_path / "s.csv", 200)
+    frame = pd.read_csv(path)
+    frame.drop(index=range(60, 70)).to_csv(path, index=False)
+    with pytest.raises(InvalidInputError) as info:
+        load_forecasting_data(csv=path, seq_len=10, horizon=5)
+    assert str(info.value) == (
+        f"the timestamps of {path} are not evenly spaced: data row 61 (2020-01-03 11:00:00 -> "
+        "2020-01-03 22:00:00) is a step of 0 days 11:00:00, where most are 0 days 01:00:00, "
+        "and a window would join the rows across it as one step; fill the gaps (e.g. pandas "
+        "resample and interpolate) so that every row is one step")
+    # evenly spaced at another step, or at calendar steps of uneven length, is accepted
+    for freq in ("D", "MS", "B"):
+        frame = pd.read_csv(_write_csv(tmp_path / "s.csv", 200))
+        frame["date"] = pd.date_range("2020-01-01", periods=200, freq=freq).astype(str)
+        frame.to_csv(path, index=False)
+        assert len(load_forecasting_data(csv=path, seq_len=10, horizon=5).train) == 126
+
+
 def test_windows_are_views_and_batches_match_items(tmp_path: Path) -> None:
     data = load_forecasting_data(csv=_write_csv(tmp_path / "s.csv", 120), seq_len=8, horizon=3)
     ds = data.train

@@ -12,7 +12,7 @@ import pandas as pd
 
 from qpriv.errors import InvalidInputError
 
-__all__ = ["csv_header", "load_frame"]
+__all__ = ["check_evenly_spaced", "csv_header", "load_frame", "series_frequency"]
 
 
 def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
@@ -219,3 +219,40 @@ def _cut_short(path: Path) -> bool:
             return False
         handle.seek(-1, 2)
         return handle.read(1) not in (b"\n", b"\r")
+
+
+def series_frequency(index: pd.DatetimeIndex) -> str | None:
+    """The pandas frequency of evenly spaced ``index`` (``"h"``, ``"D"``, ``"B"``, ``"MS"``,
+    ...), or None for fewer than three timestamps or uneven steps."""
+    if len(index) < 3:
+        return None
+    try:
+        with warnings.catch_warnings():  # pandas 3 announces an offset instead of a string
+            warnings.simplefilter("ignore", DeprecationWarning)
+            freq = pd.infer_freq(index)
+    except (TypeError, ValueError):
+        return None
+    return None if freq is None else pd.tseries.frequencies.to_offset(freq).freqstr
+
+
+def check_evenly_spaced(frame: pd.DataFrame, *, source: str | Path) -> str | None:
+    """The frequency of ``frame``'s timestamps (:func:`series_frequency`); refuse a series of
+    three or more rows whose steps are uneven, naming the first step that differs from the
+    most common one. A window is L + H consecutive rows, read as L + H equal steps: across a
+    gap it would silently join two stretches of the series.
+
+    Raises:
+        InvalidInputError: uneven timestamps.
+    """
+    index = pd.DatetimeIndex(frame.index)
+    freq = series_frequency(index)
+    if freq is not None or len(index) < 3:
+        return freq
+    steps = pd.Series(index[1:] - index[:-1])
+    usual = steps.mode().iloc[0]
+    odd = int(np.flatnonzero((steps != usual).to_numpy())[0]) + 1
+    raise InvalidInputError(
+        f"the timestamps of {source} are not evenly spaced: data row {odd + 1} "
+        f"({index[odd - 1]} -> {index[odd]}) is a step of {steps.iloc[odd - 1]}, where most "
+        f"are {usual}, and a window would join the rows across it as one step; fill the gaps "
+        "(e.g. pandas resample and interpolate) so that every row is one step")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import csv_header, load_frame
+from qpriv.forecasting.csv_input import csv_header, load_frame, series_frequency
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.windows import ForecastData, ZScoreScaler
@@ -65,20 +64,6 @@ BACKBONE_SCALER_NOTE = ("the z-score the model was trained and tested in: the tr
                         "per-channel mean and std (population), released in the clear with the "
                         "model and not accounted")
 STD_SUFFIX = "_std"
-
-
-def series_frequency(index: pd.DatetimeIndex) -> str | None:
-    """The pandas frequency of evenly spaced ``index`` (``"h"``, ``"D"``, ``"B"``, ``"MS"``,
-    ...), or None for fewer than three timestamps or uneven steps."""
-    if len(index) < 3:
-        return None
-    try:
-        with warnings.catch_warnings():  # pandas 3 announces an offset instead of a string
-            warnings.simplefilter("ignore", DeprecationWarning)
-            freq = pd.infer_freq(index)
-    except (TypeError, ValueError):
-        return None
-    return None if freq is None else pd.tseries.frequencies.to_offset(freq).freqstr
 
 
 def _same_frequency(a: str, b: str) -> bool:

@@ -38,7 +38,7 @@ import torch
 from torch.utils.data import Dataset
 
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import load_frame
+from qpriv.forecasting.csv_input import check_evenly_spaced, load_frame
 from qpriv.forecasting.datasets import (
     CUSTOM,
     ETT_HOURLY,
@@ -410,6 +410,8 @@ def load_forecasting_data(
         )
 
     frame = load_frame(source, columns=columns)
+    if csv is not None:  # a named dataset's file is checked by its checksum
+        check_evenly_spaced(frame, source=source)
     rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)
     values = frame.to_numpy(dtype=np.float64)
     train_start, train_end = rows.train

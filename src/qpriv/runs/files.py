@@ -177,6 +177,16 @@ def written_since(root: str | Path, *, since: float) -> Written:
 
 
 def _damaged(path: Path, exc: BaseException, *, fix: str) -> InvalidInputError:
+    """Why ``path`` could not be read: a permission, a missing file or a directory as such
+    (re-running would not help), anything else as a damaged file, with ``fix``."""
+    if isinstance(exc, PermissionError):
+        return InvalidInputError(f"cannot read {path}: permission denied; give the user who "
+                                 "runs qpriv read access to it (chmod u+r), or run qpriv as "
+                                 "its owner")
+    if isinstance(exc, FileNotFoundError):
+        return InvalidInputError(f"cannot read {path}: it does not exist; {fix}")
+    if isinstance(exc, IsADirectoryError):
+        return InvalidInputError(f"cannot read {path}: it is a directory, not a file; {fix}")
     text = str(exc).strip().splitlines()
     reason = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
     return InvalidInputError(f"cannot read {path}: the file is damaged ({reason}); {fix}")

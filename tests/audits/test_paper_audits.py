@@ -238,6 +238,9 @@ def test_a_classical_run_claims_nothing_to_audit(tmp_path, ldpt_run_dir):
                  data_dir=config["source"])
     audits = run_audits(out)
     assert [a.status for a in audits] == [NOT_APPLICABLE] * 6
+    # its ladder goes unused, and a bad one is still refused, as for an LDPT run
+    with pytest.raises(InvalidInputError, match="ladder eps"):
+        run_audits(out, ladder=[0.1, float("nan")])
     assert all(a.passed is None and a.measured is None for a in audits)
     assert "claims no local eps-QDP" in audits[0].detail
     assert "no quantum path" in audits[1].detail

@@ -328,6 +328,9 @@ def _missing_columns(tmp_path: Path) -> Path:
     (lambda d, c, t: [str(d), "--csv", str(t)], "is a directory; give the CSV file itself"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--out", str(t / "no" / "f.csv")],
      "its directory .*no does not exist"),
+    # the data file itself as the folder: it exists, and is not a directory
+    (lambda d, c, t: [str(d), "--csv", str(c), "--out", str(c / "f.csv")],
+     r"\.csv is a file, not a directory; write elsewhere$"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--out", str(t)], "is a directory; name"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--data-dir", str(t)],
      "--data-dir says where to find a named dataset; --csv names its file itself"),

@@ -647,8 +647,7 @@ def run_audits(
     loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
     windows = require_positive_int("windows", windows)
     pairs = require_positive_int("pairs", pairs)
-    if loaded.claims_local_qdp:
-        _check_ladder(ladder)
+    _check_ladder(ladder)  # a run without a claim skips audits 5 and 6, yet a bad value is bad
     others = [r if isinstance(r, LoadedRun) else load_backbone_run(r, data_dir=data_dir)
               for r in compare]
     if not others and discover and loaded.claims_local_qdp:

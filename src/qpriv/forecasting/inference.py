@@ -261,14 +261,17 @@ def check_output_path(path: str | Path, *, overwrite: bool = False,
     holds), and over an existing file only when ``overwrite``.
 
     Raises:
-        InvalidInputError: ``path`` is a directory; its directory does not exist or is not
-            writable; it or its claims file is one of ``keep`` or lies inside one; it or its
-            claims file exists and ``overwrite`` is False.
+        InvalidInputError: ``path`` is a directory; its directory is a file, does not exist
+            or is not writable; it or its claims file is one of ``keep`` or lies inside one;
+            it or its claims file exists and ``overwrite`` is False.
     """
     path = Path(path).expanduser()
     if path.is_dir():
         raise InvalidInputError(f"--out {path} is a directory; name the CSV file to write, "
                                 f"e.g. {path / 'forecast.csv'}")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise InvalidInputError(f"--out {path}: {path.parent} is a file, not a directory; "
+                                "write elsewhere")
     if not path.parent.is_dir():
         raise InvalidInputError(f"--out {path}: its directory {path.parent} does not exist; "
                                 "create it first or write elsewhere")

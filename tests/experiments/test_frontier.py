@@ -222,6 +222,21 @@ def test_an_out_folder_that_cannot_be_made_is_the_only_line(capsys):
     assert len(err) == 1 and "--out /proc/qpriv-frontier-test cannot be created" in err[0]
 
 
+@needs_ett
+def test_a_training_runs_folder_is_refused_as_out_and_left_as_it_was(tmp_path, capsys):
+    """A frontier used to add its cells and reports inside a finished run's folder."""
+    out = tmp_path / "run"
+    assert main(["train", "--method", "public", "--out", str(out), "--quiet"]) == 0
+    before = sorted(p.name for p in out.iterdir())
+    capsys.readouterr()
+    assert main(["frontier", "--budget", "tiny", "--methods", "ridge", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"qpriv: error: --out {out} holds a training run (config.json, linear.npz, "
+                   "result.json); a frontier writes its cells and reports beside no run: give "
+                   "it a folder of its own"]
+    assert sorted(p.name for p in out.iterdir()) == before
+
+
 def test_library_refuses_an_unknown_unit(tmp_path):
     with pytest.raises(InvalidInputError, match="unit 'token' is not a frontier unit"):
         run_frontier(unit="token", out_dir=tmp_path / "out", progress=False)

@@ -77,9 +77,9 @@ from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.dpsgd_accounting import check_rdp_eps
 from qpriv.runs.cache import cached_json
-from qpriv.runs.directory import check_folder
+from qpriv.runs.directory import check_folder, first_names, visible_entries
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
-from qpriv.runs.layout import RESULT_FILE
+from qpriv.runs.layout import REPORT_FILE, RESULT_FILE, RUN_FILES
 from qpriv.tables import format_cell, format_table
 
 UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
@@ -302,10 +302,17 @@ def make_out_folder(out_dir: str | Path) -> Path:
     before any cell runs or any progress is printed; return it.
 
     Raises:
-        InvalidInputError: it is a file or lies inside one, cannot be created, or is not
-            writable.
+        InvalidInputError: it is a file or lies inside one, holds a training run's files (a
+            frontier's cells go in folders of their own, never among a run's), cannot be
+            created, or is not writable.
     """
     out = check_folder(out_dir)
+    # report.html is written by a frontier too (one level down) and by a quickstart beside it
+    held = sorted(RUN_FILES.difference({REPORT_FILE}).intersection(visible_entries(out)))
+    if held:
+        raise InvalidInputError(f"--out {out} holds a training run ({first_names(held)}); a "
+                                "frontier writes its cells and reports beside no run: give "
+                                "it a folder of its own")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:

@@ -64,7 +64,11 @@ def test_refuses_an_unfinished_run(run_copy):
      (lambda d: (d / CONFIG_FILE).write_text("[1, 2]"), "not a JSON object"),
      (lambda d: (d / RESULT_FILE).write_text('{"method": "ldpt"}'), "lacks"),
      (lambda d: (d / BEST_FILE).write_bytes(b"garbage"), "cannot read .*best.pt"),
-     (lambda d: torch.save({"epoch": 1}, d / BEST_FILE), "holds no model weights")],
+     (lambda d: torch.save({"epoch": 1}, d / BEST_FILE), "holds no model weights"),
+     # a classifier's run is named as one, not as a forecasting run that lacks keys
+     (lambda d: (d / CONFIG_FILE).write_text('{"task": "digits", "model": "mlp", "clip": 1}'),
+      r"holds a classifier run \(qpriv train-classifier\), not a forecasting run; give the "
+      r"folder of a forecasting run \(qpriv train --out DIR\)$")],
 )
 def test_refuses_damaged_files(run_copy, damage, match):
     damage(run_copy)

@@ -85,6 +85,12 @@ def test_open_run_writes_then_checks_the_settings(tmp_path):
                     defaults={"eps": 0.1}) is None
     (tmp_path / RESULT_FILE).write_text('{"mse": 0.5}')
     assert open_run(tmp_path, {"seed": 1, "threads": 2}, resume=True) == {"mse": 0.5}
+    # another command's run is named as such, not as a list of every key it lacks
+    other = {"task": "digits", "model": "mlp", "clip": 1.0, "seed": 1, "threads": 2}
+    with pytest.raises(InvalidInputError, match=r"it holds another kind of run \(its settings "
+                                                r"share few keys with these"):
+        open_run(tmp_path, {**other, "method": "x", "dataset": "y", "horizon": 24,
+                            "seq_len": 336, "eps": 1.0, "delta": 1e-6}, resume=True)
 
 
 def test_cached_json_reads_computes_and_keeps(tmp_path):

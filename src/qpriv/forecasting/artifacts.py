@@ -336,9 +336,17 @@ def _same_run(path: Path, request: dict, result: dict) -> None:
             f"({'; '.join(differ)}); the directory mixes two runs. {RERUN[0].upper()}{RERUN[1:]}")
 
 
+CLASSIFIER_KEYS = frozenset({"task", "model", "clip"})
+"""Keys of a ``train-classifier`` run's settings that a forecasting run's lack."""
+
+
 def _read_json(path: Path, *, keys: tuple[str, ...]) -> dict:
     data = read_json_object(path, fix=RERUN)
     missing = [k for k in keys if k not in data]
+    if missing and data.keys() >= CLASSIFIER_KEYS:
+        raise InvalidInputError(
+            f"{path.parent} holds a classifier run (qpriv train-classifier), not a forecasting "
+            "run; give the folder of a forecasting run (qpriv train --out DIR)")
     if missing:
         raise InvalidInputError(
             f"{path} lacks {missing}: it was not written by this version of qpriv's "

@@ -145,6 +145,12 @@ def open_run(out: Path | None, request: dict, *, resume: bool,
         atomic_write_json(path, request)
         return None
     saved = read_settings(path, defaults=defaults)
+    if 2 * len(saved.keys() & request.keys()) < len(request):
+        # another command's run (a classifier's settings against a forecaster's): a list of
+        # every differing key would read as if a few flags were off
+        raise InvalidInputError(f"cannot resume the run in {out}: it holds another kind of "
+                                "run (its settings share few keys with these: another qpriv "
+                                f"command wrote it); {NEW_RUN}")
     changed = changed_settings(saved, request, ignore=ignore)
     unrecorded = [k for k in changed if k not in saved and request.get(k) is not None]
     if changed and changed == unrecorded:

@@ -419,6 +419,7 @@ def _edit_cell(text: str, *, column: str, value: str) -> str:
     (lambda text: _edit_cell(text, column="method", value=""), "row 1 has no method"),
     (lambda text: _edit_cell(text, column="role", value="best"), "role 'best' is none of"),
     (lambda text: "", "the file is empty"),
+    (lambda text: text.splitlines(keepends=True)[0], "it has a header and no rows"),
 ])
 def test_a_damaged_frontier_table_is_refused(tmp_path, capsys, damage, needle):
     """A frontier.csv that is not whole, or not qpriv frontier's, is never drawn as a wrong or

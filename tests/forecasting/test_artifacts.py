@@ -202,7 +202,10 @@ def test_records_read_old_and_new_results_alike():
     assert result.claims["eps_advanced"].label() == (
         "2.56 (composed, delta'=1e-06, accounting=paper)")
     assert not result.covers_weights and result.mae is None
-    with pytest.raises(InvalidInputError, match=r"result\.json lacks or garbles 'method'"):
+    with pytest.raises(InvalidInputError, match=r"result\.json lacks 'method': not a qpriv"):
         ForecastResult.from_json({"mse": 0.5})
+    with pytest.raises(InvalidInputError, match=r"result\.json holds a value of the wrong type "
+                                                r"\(could not convert string to float: 'abc'\)"):
+        ForecastResult.from_json({"method": "ldpt", "mse": "abc"})
     with pytest.raises(InvalidInputError, match=r"config\.json lacks \['source', 'channels'"):
         ForecastRequest.from_json({"method": "ldpt", "dataset": "ETTh1"})

@@ -386,7 +386,10 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
     """Settings, scores, claims, learning curves and forecasts of one forecasting run."""
     request = read_json_object(run_dir / CONFIG_FILE, fix=_FIX)
     raw = read_json_object(run_dir / RESULT_FILE, fix=_FIX)
-    result = ForecastResult.from_json(raw)
+    try:
+        result = ForecastResult.from_json(raw)
+    except InvalidInputError as error:  # the message says result.json: name which one
+        raise InvalidInputError(f"{run_dir}: {error}; {_FIX}") from error
     train = raw.get("train") or {}
     section = Section(title=title)
     settings = [
@@ -674,6 +677,8 @@ def _read_table(path: Path, spec: TableSpec) -> tuple[list[str], list[dict[str, 
         raise spec.damaged(path, "its last line is cut short: the file was truncated")
     records = [record for record in csv.reader(io.StringIO(text)) if record]
     header = records[0]
+    if len(records) == 1:  # every grid writes a row per setting, failed ones included
+        raise spec.damaged(path, "it has a header and no rows")
     for number, record in enumerate(records[1:], 1):
         if len(record) != len(header):
             raise spec.damaged(path, f"row {number} has {len(record)} fields, the header "

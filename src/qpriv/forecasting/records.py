@@ -162,9 +162,13 @@ class ForecastResult:
                 history=tuple(data.get("history") or ()), claims=claims,
                 rigorous=dict(data.get("rigorous") or {}),
                 privacy_notes=tuple(data.get("privacy_notes") or ()), raw=dict(data))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"result.json lacks or garbles {exc}: not a qpriv "
-                                    "forecasting run's result") from exc
+        except KeyError as exc:
+            raise InvalidInputError(f"result.json lacks {exc}: not a qpriv forecasting run's "
+                                    "result") from exc
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"result.json holds a value of the wrong type ({exc}): "
+                                    "not a qpriv forecasting run's result as written, or "
+                                    "edited by hand") from exc
 
     @property
     def eps_per_pass(self) -> float | None:

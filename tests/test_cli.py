@@ -209,9 +209,12 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
     assert result["eps_per_pass"]["accounting"] == "paper"
     assert result["eps_advanced"]["kind"] == "composed"
     assert (tmp_path / "r" / "result.json").is_file()
-    # the same --out without --resume is refused, and nothing is overwritten
+    # the same --out without --resume is refused, in the command line's words, and nothing is
+    # overwritten
     assert main(argv) == 2
-    assert "already holds a finished run" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"qpriv: error: --out {tmp_path / 'r'} already holds a finished run; add --resume to "
+        "continue or read it, or choose another --out\n")
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")

@@ -158,7 +158,7 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, settings
         train_classifier(**args, out_dir=out)
     monkeypatch.undo()
     assert not (out / "result.json").exists() and (out / "checkpoint.pt").is_file()
-    with pytest.raises(InvalidInputError, match="holds an unfinished run; pass resume=True"):
+    with pytest.raises(InvalidInputError, match="holds an unfinished run; add resume to continue"):
         train_classifier(**args, out_dir=out)
     with pytest.raises(InvalidInputError, match=r"settings differ in \['seed'\]"):
         train_classifier(**{**args, "seed": 4}, out_dir=out, resume=True)

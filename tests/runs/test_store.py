@@ -24,7 +24,8 @@ def test_out_dir_rules(tmp_path):
     with pytest.raises(InvalidInputError, match=r"^out_dir .*run lies inside .*file, which "):
         check_out_dir(tmp_path / "file" / "run", resume=False, marks=MARKS, command="train")
     (tmp_path / CHECKPOINT_FILE).write_text("")
-    with pytest.raises(InvalidInputError, match=r"an unfinished run; .*qpriv train: --resume"):
+    with pytest.raises(InvalidInputError, match=r"an unfinished run; add resume to continue or "
+                                                r"read it, or choose another out_dir$"):
         check_out_dir(tmp_path, resume=False, marks=MARKS, command="train")
     with pytest.raises(InvalidInputError, match=r"holds a checkpoint but no config\.json"):
         check_out_dir(tmp_path, resume=True, marks=MARKS, command="train")

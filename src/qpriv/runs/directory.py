@@ -90,14 +90,14 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
     # a run writes several files into its own folder: never mix them into a folder of other
     # files (an unfinished run that got as far as its settings is still a run)
     if others and not RUN_FILES.intersection(others):
-        raise InvalidInputError(f"out_dir {out} holds other files ({first_names(others)}) and "
-                                "no qpriv run; a run writes several files into its own folder: "
-                                "choose a new or empty out_dir")
+        raise ArgumentError(f"{{out_dir}} {ArgumentError.literal(out)} holds other files "
+                            f"({ArgumentError.literal(first_names(others))}) and no qpriv run; "
+                            "a run writes several files into its own folder: choose a new or "
+                            "empty {out_dir}")
     if held and not resume:
         what = "a finished run" if RESULT_FILE in held else "an unfinished run"
-        raise InvalidInputError(f"out_dir {out} already holds {what}; pass resume=True "
-                                f"(qpriv {command}: --resume) to continue or read it, or "
-                                "choose another out_dir")
+        raise ArgumentError(f"{{out_dir}} {ArgumentError.literal(out)} already holds {what}; "
+                            "add {resume} to continue or read it, or choose another {out_dir}")
     if held and not (out / CONFIG_FILE).is_file():
         what = "a result" if RESULT_FILE in held else "a checkpoint"
         raise InvalidInputError(f"cannot resume the run in {out}: it holds {what} but no "

@@ -108,6 +108,9 @@ def test_audit_channel_json(capsys):
         # a library range check names the flag of the command that ran, not the keyword
         (["train-classifier", "--preclip-noise", "-1"],
          "error: --preclip-noise = -1 is outside the valid range [0, inf)"),
+        (["train-classifier", "--optimizer", "foo"],
+         "error: --optimizer = 'foo' is not one of ('adam', 'sgd')"),
+        (["train-classifier", "--task", "{x}"], "error: --task = '{x}' is not one of"),
         (["reproduce", "table1", "--quick", "--budget", "full"], "ask for two budgets"),
         (["train", "--method", "dpsgd", "--eps", "1", "--delta", "1e-5"],
          "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
@@ -125,7 +128,7 @@ def test_audit_channel_json(capsys):
         (["audit", "sidechannel", "--method", "classical", "--eps", "0.5"],
          "method 'classical' adds no noise and takes no --eps; leave it out"),
         (["audit", "sidechannel", "--method", "ldpt", "--windows", "100000000"],
-         "windows = 100000000 is above 4096"),
+         "--windows = 100000000 is above 4096"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):

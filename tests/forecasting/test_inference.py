@@ -377,7 +377,7 @@ def test_passes_above_the_cap_are_refused_before_any_work(runs, csv, capsys):
     argv = ["forecast", str(runs("classical")), "--csv", str(csv), "--passes",
             str(MAX_PASSES + 1)]
     assert main(argv) == 2
-    assert f"passes = {MAX_PASSES + 1} is above {MAX_PASSES}" in capsys.readouterr().err
+    assert f"--passes = {MAX_PASSES + 1} is above {MAX_PASSES}" in capsys.readouterr().err
 
 
 def test_an_unfinished_run_is_refused(runs, tmp_path, csv, capsys):

@@ -40,7 +40,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import ArgumentError, InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
@@ -164,9 +164,9 @@ def membership_inference(
     n = members.size
     folds = require_positive_int("folds", folds)
     if not 2 <= folds <= n:
-        raise InvalidInputError(
-            f"folds = {folds} is outside [2, {n}]: stratified k-fold needs at least 2 folds "
-            f"and at most as many as there are samples per class ({n})"
+        raise ArgumentError(
+            f"{{folds}} = {folds} is outside [2, {n}]: stratified k-fold needs at least 2 "
+            f"folds and at most as many as there are samples per class ({n})"
         )
     losses = np.concatenate([members, nonmembers])
     labels = np.concatenate([np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)])

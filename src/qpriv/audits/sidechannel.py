@@ -692,7 +692,7 @@ def audit_sidechannel(
     """
     count = require_positive_int("windows", windows)
     if count > MAX_WINDOWS:
-        raise InvalidInputError(f"windows = {count} is above {MAX_WINDOWS}: the audit asks "
+        raise ArgumentError(f"{{windows}} = {count} is above {MAX_WINDOWS}: the audit asks "
                                 "which paths exist, and a few windows show them; probe at "
                                 f"most {MAX_WINDOWS}")
     if (run_dir is None) == (method is None):

@@ -382,14 +382,16 @@ def _validate(**args) -> dict:
     task, model, clip = args["task"], args["model"], args["clip"]
     if not isinstance(task, str) or not (task in ("synthetic", "digits")
                                          or task.startswith("folder:")):
-        raise InvalidInputError(f"task = {task!r} is not one of {TASKS}")
+        raise ArgumentError(f"{{task}} = {ArgumentError.literal(repr(task))} is not one of "
+                            f"{TASKS}")
     if model not in MODELS:
-        raise InvalidInputError(f"model = {model!r} is not one of {MODELS}")
+        raise ArgumentError(f"{{model}} = {ArgumentError.literal(repr(model))} is not one of "
+                            f"{MODELS}")
     if isinstance(clip, str):
         if clip not in ("structural", "analytic"):
-            raise InvalidInputError(
-                f"clip = {clip!r} is not valid: give a number > 0, 'structural', 'analytic' "
-                "or None"
+            raise ArgumentError(
+                f"{{clip}} = {ArgumentError.literal(repr(clip))} is not valid: give a number "
+                "> 0, 'structural', 'analytic' or None"
             )
         if clip == "analytic" and model != "lipschitz":
             raise InvalidInputError(
@@ -445,8 +447,8 @@ def _validate(**args) -> dict:
                          high_inclusive=False,
                          hint="the share of the training split held out, e.g. 0.2")
     if args["optimizer"] not in ("adam", "sgd"):
-        raise InvalidInputError(f"optimizer = {args['optimizer']!r} is not one of "
-                                "('adam', 'sgd')")
+        raise ArgumentError(f"{{optimizer}} = {ArgumentError.literal(repr(args['optimizer']))} "
+                            "is not one of ('adam', 'sgd')")
     analytic = {k: args.pop(k) for k in ANALYTIC_DEFAULTS}
     if clip == "analytic":
         for key, default in ANALYTIC_DEFAULTS.items():

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.forecasting.csv_input import csv_header, load_frame, series_frequency
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
@@ -443,8 +443,8 @@ class ForecastingRun(ABC):
         if passes is not None:
             passes = require_positive_int("passes", passes)
             if passes > MAX_PASSES:
-                raise InvalidInputError(
-                    f"passes = {passes} is above {MAX_PASSES}, whose mean already has a "
+                raise ArgumentError(
+                    f"{{passes}} = {passes} is above {MAX_PASSES}, whose mean already has a "
                     f"hundredth of one pass's spread; ask for at most {MAX_PASSES}")
         record = self.inference
         if record.freq is None:

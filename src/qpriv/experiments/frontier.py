@@ -55,7 +55,7 @@ from typing import Any
 
 import pandas as pd
 
-from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
 from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
@@ -219,13 +219,13 @@ def plan(
     for value in eps:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 math.isfinite(value) and value > 0):
-            raise InvalidInputError(f"eps {value!r} is not a finite number > 0; give privacy "
-                                    "budgets > 0, e.g. 0.1 0.5 1 5")
+            raise ArgumentError(f"{{eps}} {ArgumentError.literal(repr(value))} is not a "
+                                "finite number > 0; give privacy budgets > 0, e.g. 0.1 0.5 1 5")
     for what, given in (("eps", eps), ("methods", tuple(methods))):
         repeated = sorted({str(v) for v in given if given.count(v) > 1})
         if repeated:
-            raise InvalidInputError(f"{what} {', '.join(repeated)} given more than once; give "
-                                    "each once")
+            raise ArgumentError(f"{{{what}}} {ArgumentError.literal(', '.join(repeated))} "
+                                "given more than once; give each once")
     if not methods:
         raise InvalidInputError(f"no methods given; e.g. {' '.join(DEFAULT_METHODS)}")
     series = []

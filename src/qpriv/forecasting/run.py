@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
+from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import SOURCE_NOTE, InferenceRecord
@@ -264,11 +264,11 @@ def run_forecast(
         delta = DEFAULT_DELTA
     elif not (setup.config.use_quantum and setup.privacy == Kind.LOCAL_QDP):
         own = setup.dpsgd is not None or "delta" in setup.noise
-        raise InvalidInputError(
-            f"delta = {delta:g} cannot be set for method {method!r}: "
+        raise ArgumentError(
+            f"{{delta}} = {delta:g} cannot be set for method {method!r}: "
             + (f"it runs at the paper's delta = {METHOD_DELTA:g}" if own else
                "it has no feature path to account")
-            + "; delta sets the rigorous accounting of the LDPT feature path (ldpt and the "
+            + "; {delta} sets the rigorous accounting of the LDPT feature path (ldpt and the "
             "ablations that keep the channel)"
         )
     delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,

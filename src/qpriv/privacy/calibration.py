@@ -142,7 +142,8 @@ def calibrate(
     (0.9505, 3.006, 0.084, 0.0217)
     """
     eps_s = check_eps("eps_s", eps_s)
-    alpha = require_in_range("alpha (channel share of eps_s)", alpha, low=0.0, high=1.0)
+    alpha = require_in_range("alpha", alpha, low=0.0, high=1.0,
+                             hint="alpha is the channel's share of eps_s")
     eps_ch = alpha * eps_s
     p = depolarizing_p(eps_ch=eps_ch, d=d, dim=dim)
     if p >= 1.0:

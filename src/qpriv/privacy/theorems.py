@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import math
 
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import ArgumentError, require_in_range, require_positive_int
 
 
 def check_dim(dim: int) -> int:
     """Return ``dim`` if it is a power of two >= 2 (a register of n >= 1 qubits), else raise."""
     if isinstance(dim, bool) or int(dim) != dim or dim < 2 or (int(dim) & (int(dim) - 1)):
-        raise InvalidInputError(
-            f"dim = {dim} is not a power of two >= 2; the Hilbert space of n qubits has "
-            "dim = 2**n (2, 4, 8, 16, ...)"
+        raise ArgumentError(
+            f"{{dim}} = {ArgumentError.literal(dim)} is not a power of two >= 2; the Hilbert "
+            "space of n qubits has dim = 2**n (2, 4, 8, 16, ...)"
         )
     return int(dim)
 
@@ -28,8 +28,9 @@ def check_dim(dim: int) -> int:
 def check_trace_distance(d: float) -> float:
     """Return ``d`` if it is a valid full trace norm, in (0, 2]."""
     return require_in_range(
-        "d (trace distance, full trace norm)", d, low=0.0, high=2.0,
-        hint="the full trace norm ||rho - rho'||_1 of two states lies in (0, 2]",
+        "d", d, low=0.0, high=2.0,
+        hint="d is a trace distance in the full trace norm, and ||rho - rho'||_1 of two "
+             "states lies in (0, 2]",
     )
 
 

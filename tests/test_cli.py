@@ -108,6 +108,13 @@ def test_audit_channel_json(capsys):
         # a library range check names the flag of the command that ran, not the keyword
         (["train-classifier", "--preclip-noise", "-1"],
          "error: --preclip-noise = -1 is outside the valid range [0, inf)"),
+        # the flag, not the library's keyword or a description of it
+        (["calibrate", "--dim", "3"], "error: --dim = 3 is not a power of two >= 2"),
+        (["calibrate", "--d", "5"], "error: --d = 5 is outside the valid range (0, 2]"),
+        (["calibrate", "--alpha", "2"], "error: --alpha = 2 is outside the valid range (0, 1]"),
+        (["frontier", "--methods", "ridge", "ridge"], "error: --methods ridge given more than"),
+        (["train", "--method", "classical", "--delta", "1e-5"],
+         "error: --delta = 1e-05 cannot be set for method 'classical'"),
         (["train-classifier", "--optimizer", "foo"],
          "error: --optimizer = 'foo' is not one of ('adam', 'sgd')"),
         (["train-classifier", "--task", "{x}"], "error: --task = '{x}' is not one of"),

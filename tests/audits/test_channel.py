@@ -78,3 +78,14 @@ def test_a_budget_beyond_float64_resolution_is_refused_with_the_largest_usable()
     assert audit_channel(25.0, pairs=50).passed
     with pytest.raises(InvalidInputError, match=r"the exact audit takes eps_s <= 25\.9"):
         audit_channel(45.0, pairs=50)
+
+
+def test_a_budget_too_small_for_the_channel_or_a_register_too_large_is_refused():
+    """p rounded to 1 surfaced as 'p = 1 is outside [0, 1)' and D = 65536 as n_qubits = 16,
+    neither of which the caller gave."""
+    with pytest.raises(InvalidInputError, match=r"eps_s = 1e-300 is too small: .* use eps_s "
+                                                r">= 2e-15"):
+        audit_channel(1e-300, pairs=50)
+    with pytest.raises(InvalidInputError, match=r"^dim = 65536 is above 32: the exact audit "):
+        audit_channel(0.1, dim=65536, pairs=50)
+    assert audit_channel(0.1, dim=32, pairs=20).passed  # the largest it takes

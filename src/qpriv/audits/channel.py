@@ -19,11 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from qpriv.errors import InvalidInputError, require_positive_int, require_seed
-from qpriv.privacy.calibration import check_eps, depolarizing_p, lindblad_gamma
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int, require_seed
+from qpriv.privacy.calibration import calibrate, check_eps, lindblad_gamma
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
-from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator
+from qpriv.quantum.channels import (
+    MAX_PROPAGATOR_QUBITS,
+    apply_superoperator,
+    depolarizing_propagator,
+)
 
 SMALLEST_EIGENVALUE = 1e-10
 """The smallest eigenvalue p/D of a channel output the exact audit trusts: the propagator's
@@ -135,8 +139,14 @@ def audit_channel(
     """Audit the calibrated channel for budget ``eps_s`` (Algorithm 1 then Theorem 1)."""
     eps_s = check_eps("eps_s", eps_s)
     d, dim = check_trace_distance(d), check_dim(dim)
+    if dim > 2 ** MAX_PROPAGATOR_QUBITS:
+        raise ArgumentError(f"{{dim}} = {dim} is above {2 ** MAX_PROPAGATOR_QUBITS}: the exact "
+                            "audit builds the channel's dense D^2 x D^2 Lindblad propagator, "
+                            f"up to D = {2 ** MAX_PROPAGATOR_QUBITS} "
+                            f"({MAX_PROPAGATOR_QUBITS} qubits)")
     pairs = require_positive_int("pairs", pairs)
-    p = depolarizing_p(eps_ch=alpha * eps_s, d=d, dim=dim)
+    # calibrate refuses a budget so small that p rounds to 1, naming the smallest that works
+    p = calibrate(eps_s, d=d, dim=dim, t=t, alpha=alpha).p
     if p / dim < SMALLEST_EIGENVALUE:
         p_min = dim * SMALLEST_EIGENVALUE
         largest = math.log1p(d * dim * (1 - p_min) / p_min) / alpha

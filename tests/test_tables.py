@@ -34,3 +34,12 @@ def test_significant_digits_drop_trailing_zeros():
     table = format_table(["eps_train", "mse"], [[5.8, 0.35712]], markdown=True,
                          significant=True)
     assert table.splitlines()[-1] == "| 5.8       | 0.3571 |"
+
+
+def test_an_astronomical_number_is_written_in_scientific_notation():
+    """`qpriv calibrate --eps 700` printed eq. 17's e^eps-sized bound as 309 grouped digits."""
+    from qpriv.tables import format_cell
+
+    assert format_cell(1.42e308) == "1.42e+308"
+    assert format_cell(-3.5e15, significant=True) == "-3.50e+15"
+    assert format_cell(999_999_999_999.0) == "999,999,999,999"  # grouped up to 1e12

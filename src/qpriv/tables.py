@@ -7,21 +7,25 @@ from collections.abc import Sequence
 
 
 def format_cell(value: object, digits: int = 4, *, significant: bool = False) -> str:
-    """Render one cell: floats with ``digits`` decimals (scientific when tiny, grouped when
-    large), ``None`` as an em dash, booleans as yes/no. ``significant=True`` writes floats
-    below 10,000 with ``digits`` significant digits and no trailing zeros instead (5.8, not
-    5.8000; 0.1235; 1e-06), as the reports do.
+    """Render one cell: floats with ``digits`` decimals (scientific when tiny or beyond 1e12,
+    grouped when large), ``None`` as an em dash, booleans as yes/no. ``significant=True``
+    writes floats below 10,000 with ``digits`` significant digits and no trailing zeros
+    instead (5.8, not 5.8000; 0.1235; 1e-06), as the reports do.
 
     >>> format_cell(5.8), format_cell(5.8, significant=True)
     ('5.8000', '5.8')
     >>> format_cell(0.123456, significant=True), format_cell(12345.6, significant=True)
     ('0.1235', '12,346')
+    >>> format_cell(1.42e302)
+    '1.42e+302'
     """
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
+        if abs(value) >= 1e12:  # beyond a grouped integer's use: a 300-digit eps is e^eps
+            return f"{value:.{max(digits - 2, 1)}e}"
         if abs(value) >= 1e4:
             return f"{value:,.0f}"
         if significant:

@@ -693,8 +693,8 @@ def audit_sidechannel(
     count = require_positive_int("windows", windows)
     if count > MAX_WINDOWS:
         raise ArgumentError(f"{{windows}} = {count} is above {MAX_WINDOWS}: the audit asks "
-                                "which paths exist, and a few windows show them; probe at "
-                                f"most {MAX_WINDOWS}")
+                            "which paths exist, and a few windows show them; probe at most "
+                            f"{MAX_WINDOWS}")
     if (run_dir is None) == (method is None):
         raise InvalidInputError(
             "audit either a finished run (RUN_DIR) or a method (--method M), not "

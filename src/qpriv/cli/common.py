@@ -12,7 +12,7 @@ from pathlib import Path
 from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
-from qpriv.threads import MAX_THREADS
+from qpriv.threads import MAX_THREADS, check_threads
 
 JSON_HELP = "print one JSON object (the last line of standard output)"
 KEYWORD_FLAGS = {"out_dir": "--out", "batch_size": "--batch", "grid": "--lr-grid", "eps_s": "--eps"}
@@ -143,11 +143,12 @@ def positive_int(text: str) -> int:
 def thread_count(text: str) -> int:
     """An argparse type: a CPU thread count, as :func:`qpriv.threads.check_threads` takes it."""
     value = positive_int(text)
-    if value > MAX_THREADS:
+    try:
+        return check_threads(value)
+    except InvalidInputError:
         raise argparse.ArgumentTypeError(
             f"expected at most {MAX_THREADS} threads (torch starts every one), got {value}; "
-            "give at most the machine's cores")
-    return value
+            "give at most the machine's cores") from None
 
 
 def seed_int(text: str) -> int:

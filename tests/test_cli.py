@@ -174,6 +174,11 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
          "no run to resume at run; drop --resume to start one"),
         (["train-classifier", "--out", "run", "--resume"],
          "no run to resume at run; drop --resume to start one"),
+        # named the library's out_dir, and the command, rather than the flags
+        (["train", "--method", "ridge", "--resume"],
+         "--resume needs --out: the folder of the run to continue"),
+        (["train-classifier", "--resume"],
+         "--resume needs --out: the folder of the run to continue"),
         # the seeds were accepted and nothing used them
         (["reproduce", "table1", "--seeds", "2024", "--budget", "tiny", "--out", "run"],
          "experiment 'table1' trains nothing and takes no --seeds; leave them out"),

@@ -85,7 +85,9 @@ def test_an_unfinished_run_is_refused_in_one_line(capsys, ldpt_run_dir, tmp_path
     [(["attack", "mia", "/nonexistent/run"], "does not exist"),
      (["audit", "run", "/nonexistent/run"], "does not exist"),
      (["attack", "mia", "RUN", "--n", "0"], "positive integer"),
-     (["audit", "run", "RUN", "--ladder", "0.1"], "at least two distinct eps"),
+     (["audit", "run", "RUN", "--ladder", "0.1"], "--ladder 0.1 needs at least two distinct eps"),
+     (["audit", "run", "RUN", "--ladder", "0.1", "0"],
+      "error: --ladder holds eps = 0; each eps on the ladder must be a number in (0, 700]"),
      (["attack", "mia"], "RUN_DIR")],
 )
 def test_bad_input_exits_2(capsys, ldpt_run_dir, argv, needle):

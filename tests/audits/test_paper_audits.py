@@ -239,7 +239,7 @@ def test_a_classical_run_claims_nothing_to_audit(tmp_path, ldpt_run_dir):
     audits = run_audits(out)
     assert [a.status for a in audits] == [NOT_APPLICABLE] * 6
     # its ladder goes unused, and a bad one is still refused, as for an LDPT run
-    with pytest.raises(InvalidInputError, match="ladder eps"):
+    with pytest.raises(InvalidInputError, match=r"ladder holds eps = nan; each eps on the "):
         run_audits(out, ladder=[0.1, float("nan")])
     assert all(a.passed is None and a.measured is None for a in audits)
     assert "claims no local eps-QDP" in audits[0].detail
@@ -248,7 +248,8 @@ def test_a_classical_run_claims_nothing_to_audit(tmp_path, ldpt_run_dir):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"ladder": [0.1]}, "at least two distinct eps"), ({"ladder": [0.1, -1]}, "ladder eps"),
+    [({"ladder": [0.1]}, "at least two distinct eps"),
+     ({"ladder": [0.1, -1]}, r"ladder holds eps = -1; .* \(0, 700\]"),
      ({"windows": 0}, "windows"), ({"pairs": 0}, "pairs")],
 )
 def test_bad_audit_settings_are_refused(ldpt_run_dir, kwargs, match):

@@ -181,7 +181,7 @@ def test_a_damaged_classifier_checkpoint_is_named(tmp_path, monkeypatch) -> None
     with pytest.raises(InvalidInputError, match=r"cannot read .*checkpoint.pt: the file is "
                                                 r"damaged .*delete it to train the run"):
         train_classifier(**args, out_dir=out, resume=True)
-    with pytest.raises(InvalidInputError, match="resume needs the out_dir"):
+    with pytest.raises(InvalidInputError, match="resume needs out_dir: the folder of the run"):
         train_classifier(**args, resume=True)
 
 

@@ -15,22 +15,22 @@ MARKS = (CHECKPOINT_FILE, RESULT_FILE)
 
 
 def test_out_dir_rules(tmp_path):
-    assert check_out_dir(None, resume=False, marks=MARKS, command="train") is None
-    with pytest.raises(InvalidInputError, match="resume needs the out_dir"):
-        check_out_dir(None, resume=True, marks=MARKS, command="train")
+    assert check_out_dir(None, resume=False, marks=MARKS) is None
+    with pytest.raises(InvalidInputError, match="resume needs out_dir: the folder of the run"):
+        check_out_dir(None, resume=True, marks=MARKS)
     (tmp_path / "file").write_text("")
     with pytest.raises(InvalidInputError, match="exists and is not a directory"):
-        check_out_dir(tmp_path / "file", resume=False, marks=MARKS, command="train")
+        check_out_dir(tmp_path / "file", resume=False, marks=MARKS)
     with pytest.raises(InvalidInputError, match=r"^out_dir .*run lies inside .*file, which "):
-        check_out_dir(tmp_path / "file" / "run", resume=False, marks=MARKS, command="train")
+        check_out_dir(tmp_path / "file" / "run", resume=False, marks=MARKS)
     (tmp_path / CHECKPOINT_FILE).write_text("")
     with pytest.raises(InvalidInputError, match=r"an unfinished run; add resume to continue or "
                                                 r"read it, or choose another out_dir$"):
-        check_out_dir(tmp_path, resume=False, marks=MARKS, command="train")
+        check_out_dir(tmp_path, resume=False, marks=MARKS)
     with pytest.raises(InvalidInputError, match=r"holds a checkpoint but no config\.json"):
-        check_out_dir(tmp_path, resume=True, marks=MARKS, command="train")
+        check_out_dir(tmp_path, resume=True, marks=MARKS)
     (tmp_path / CONFIG_FILE).write_text("{}")
-    assert check_out_dir(str(tmp_path), resume=True, marks=MARKS, command="train") == tmp_path
+    assert check_out_dir(str(tmp_path), resume=True, marks=MARKS) == tmp_path
 
 
 def test_resuming_a_missing_or_empty_folder_is_refused_not_started_afresh(tmp_path):
@@ -39,12 +39,12 @@ def test_resuming_a_missing_or_empty_folder_is_refused_not_started_afresh(tmp_pa
     (empty / ".keep").write_text("")  # hidden files are no run
     for where in (tmp_path / "missing", empty):
         with pytest.raises(ArgumentError, match=r"^no run to resume at .*; drop resume to "):
-            check_out_dir(where, resume=True, marks=MARKS, command="train")
-        assert check_out_dir(where, resume=False, marks=MARKS, command="train") == where
+            check_out_dir(where, resume=True, marks=MARKS)
+        assert check_out_dir(where, resume=False, marks=MARKS) == where
     assert not (tmp_path / "missing").exists()
     # a path with braces is named as it is (the message is a template)
     with pytest.raises(ArgumentError, match=r"\{x\}; drop resume to start one$") as caught:
-        check_out_dir(tmp_path / "{x}", resume=True, marks=MARKS, command="train")
+        check_out_dir(tmp_path / "{x}", resume=True, marks=MARKS)
     assert caught.value.spelled({"resume": "--resume"}).endswith("{x}; drop --resume to start one")
 
 
@@ -54,14 +54,14 @@ def test_a_run_is_never_mixed_into_a_folder_of_other_files(tmp_path):
     for resume in (False, True):
         with pytest.raises(InvalidInputError, match=r"holds other files \(data, notes\.txt\) "
                                                      "and no qpriv run; .*choose a new or empty"):
-            check_out_dir(tmp_path, resume=resume, marks=MARKS, command="train")
+            check_out_dir(tmp_path, resume=resume, marks=MARKS)
     # a run's own folder: its settings (an unfinished run's first file), and hidden files
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / ".keep").write_text("")
-    assert check_out_dir(empty, resume=False, marks=MARKS, command="train") == empty
+    assert check_out_dir(empty, resume=False, marks=MARKS) == empty
     (tmp_path / CONFIG_FILE).write_text("{}")
-    assert check_out_dir(tmp_path, resume=True, marks=MARKS, command="train") == tmp_path
+    assert check_out_dir(tmp_path, resume=True, marks=MARKS) == tmp_path
 
 
 def test_a_grid_folder_may_be_new_but_never_inside_a_file(tmp_path):

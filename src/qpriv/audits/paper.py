@@ -39,12 +39,12 @@ import numpy as np
 import torch
 
 from qpriv.audits.channel import audit_channel
-from qpriv.errors import InvalidInputError, require_positive_int
+from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import read_request
 from qpriv.forecasting.windows import ForecastData
-from qpriv.privacy.calibration import Calibration, calibrate, check_eps
+from qpriv.privacy.calibration import MAX_EPS, Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, hybrid_composition
@@ -153,13 +153,23 @@ def _require_data(data: ForecastData | None) -> ForecastData:
 
 
 def _check_ladder(ladder: Sequence[float]) -> tuple[float, ...]:
-    values = tuple(sorted({check_eps("ladder eps", e) for e in ladder}))
-    if len(values) < 2:
-        raise InvalidInputError(
-            f"ladder = {list(ladder)} needs at least two distinct eps > 0 to show a trend "
-            "(default 0.1 0.5 1 5, as in Tables 3 and 7)"
-        )
-    return values
+    """The ladder's distinct eps, sorted; the messages name the argument as the caller
+    spells it ({ladder}: ``ladder`` in Python, ``--ladder`` on the command line)."""
+    values = []
+    for e in ladder:
+        try:
+            values.append(check_eps("ladder eps", e))
+        except InvalidInputError:
+            shown = f"{e:g}" if isinstance(e, int | float) else repr(e)
+            raise ArgumentError(
+                f"{{ladder}} holds eps = {ArgumentError.literal(shown)}; each eps on the ladder "
+                f"must be a number in (0, {MAX_EPS:g}] (default 0.1 0.5 1 5)") from None
+    if len(set(values)) < 2:
+        raise ArgumentError(
+            f"{{ladder}} {ArgumentError.literal(' '.join(f'{e:g}' for e in values))} needs at "
+            "least two distinct eps > 0 to show a trend (default 0.1 0.5 1 5, as in Tables 3 "
+            "and 7)")
+    return tuple(sorted(set(values)))
 
 
 # --- 1. calibration chain -------------------------------------------------------------------

@@ -353,8 +353,7 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path |
             settings cannot be checked).
     """
     return check_run_dir(out_dir, resume=resume, marks=(RESULT_FILE, CHECKPOINT_FILE,
-                                                        REFERENCE_FILE),
-                         command="train-classifier")
+                                                        REFERENCE_FILE))
 
 
 def check_batch(task: str, batch: int, *, image_size: int = DEFAULT_IMAGE_SIZE) -> None:

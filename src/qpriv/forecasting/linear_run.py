@@ -107,7 +107,7 @@ def run_linear(
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
-    out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,), command="train")
+    out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,))
     with torch_threads(threads) as used_threads:
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,

@@ -278,8 +278,7 @@ def run_forecast(
     check_threads(threads)  # before anything is written
     if setup.eps_per_pass is not None:
         advanced_composition(setup.eps_per_pass, epochs=epochs, delta_prime=delta_prime)
-    out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE),
-                        command="train")
+    out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE))
 
     with torch_threads(threads) as used_threads:
         data = load_forecasting_data(

@@ -57,8 +57,8 @@ def first_names(names: Sequence[str], count: int = 3) -> str:
     return ", ".join(names[:count]) + (", ..." if len(names) > count else "")
 
 
-def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection[str],
-                  command: str) -> Path | None:
+def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection[str]
+                  ) -> Path | None:
     """``out_dir`` as a Path if a run may write there (None stays None).
 
     Args:
@@ -66,7 +66,6 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
         resume: continue (or read back) the run in ``out_dir``.
         marks: the files whose presence shows that ``out_dir`` holds a run (its result and
             its checkpoints).
-        command: the ``qpriv`` command of this kind of run, named in the messages.
 
     Raises:
         InvalidInputError: ``out_dir`` is a file or lies inside one; it holds other files
@@ -77,8 +76,7 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool, marks: Collection
     """
     if out_dir is None:
         if resume:
-            raise InvalidInputError("resume needs the out_dir of the run to continue "
-                                    f"(qpriv {command}: --out)")
+            raise ArgumentError("{resume} needs {out_dir}: the folder of the run to continue")
         return None
     out = check_folder(out_dir, flag="out_dir")
     others = visible_entries(out)

@@ -76,6 +76,13 @@ SOURCE_NOTE = ("config.json records the training file's path and sha256 (so that
 """The note of a run trained on a user's CSV: its digest stays in the run's settings only."""
 
 
+def source_notes(source_sha256: str | None) -> tuple[str, ...]:
+    """The notes every claim of a run adds for its training file: :data:`SOURCE_NOTE` where
+    the run's settings record a user's CSV by its digest (``source_sha256`` not None; a named
+    dataset records none), since that digest escapes every guarantee; none otherwise."""
+    return (SOURCE_NOTE,) if source_sha256 is not None else ()
+
+
 def released_digest(digest: str | None) -> str | None:
     """``digest`` where it is a named dataset's published sha256 (public already), else None.
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
-from qpriv.forecasting.inference import SOURCE_NOTE, InferenceRecord
+from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     STANDARD_LINEAR,
     check_dp_linear_eps,
@@ -146,7 +146,7 @@ def run_linear(
                 scaler="data" if scaler == "public" else "private")
         seconds = time.perf_counter() - tic
         # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
-        source = (SOURCE_NOTE,) if request["source_sha256"] is not None else ()
+        source = source_notes(request["source_sha256"])
         claims = tuple(replace(claim, notes=(*claim.notes, EVALUATION_NOTE, *source))
                        for claim in claims)
         test, val = evaluate(model, data.test, by_channel=True), evaluate(model, data.val)
@@ -173,8 +173,7 @@ def run_linear(
         "fit": model.details,
         "privacy_notes": list(dict.fromkeys([
             *(note for claim in claims for note in claim.notes),
-            *([PUBLIC_NOTE] if method == "public" else []),
-            *([SOURCE_NOTE] if request["source_sha256"] is not None else [])])),
+            *([PUBLIC_NOTE] if method == "public" else []), *source])),
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
                         "threads": used_threads},
     }

@@ -27,7 +27,7 @@ import torch
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
-from qpriv.forecasting.inference import SOURCE_NOTE, InferenceRecord
+from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
@@ -358,13 +358,12 @@ def run_forecast(
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trainer.device), "threads": used_threads},
     }
-    if request["source_sha256"] is not None:
-        # a user's CSV: its digest in config.json escapes every guarantee, and each claim says so
-        for key in CLAIM_KEYS:
-            if isinstance(result.get(key), dict):
-                result[key] = {**result[key], "notes": [*result[key].get("notes", []),
-                                                        SOURCE_NOTE]}
-        result["privacy_notes"] = [*result.get("privacy_notes", []), SOURCE_NOTE]
+    source = list(source_notes(request["source_sha256"]))
+    for key in CLAIM_KEYS:  # a user's CSV: its digest escapes every guarantee; each claim says so
+        if source and isinstance(result.get(key), dict):
+            result[key] = {**result[key], "notes": [*result[key].get("notes", []), *source]}
+    if source:
+        result["privacy_notes"] = [*result.get("privacy_notes", []), *source]
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)

@@ -292,6 +292,21 @@ def test_the_figure_has_one_log_axis_labelled_points_and_its_budget():
     assert [t.get_text() for t in fig.texts if t.get_text().startswith("budget")] == [stamp]
 
 
+def test_references_that_score_alike_stay_apart_by_their_dash():
+    """ETTh2, H = 24: ridge 0.1746 and classical 0.1749. Drawn solid both, the second line
+    hid the first."""
+    rows = [{"method": m, "eps": None, "mse_mean": mse, "reading": "r", "covers_unit": False,
+             "covers_weights": False} for m, mse in (("ridge", 0.1746), ("classical", 0.1749))]
+    rows.append({"method": "public", "eps": None, "mse_mean": 0.206, "reading": "floor",
+                 "covers_unit": True, "covers_weights": True})
+    fig = figures.frontier_plot(rows, title="t", stamp="s", out=io.BytesIO())
+    lines = {line.get_label().split(":")[0]: line for line in fig.axes[0].get_lines()}
+    assert set(lines) == {"ridge", "classical", "public"}
+    styles = {name: (line.get_linestyle(), line.get_color()) for name, line in lines.items()}
+    assert len({style for style, _ in styles.values()}) == 3
+    assert len({colour for _, colour in styles.values()}) == 3
+
+
 def test_a_figure_of_only_failed_cells_says_so_without_a_warning(recwarn):
     rows = [{"method": "dp-linear", "eps": 0.1, "mse_mean": None, "reading": "r",
              "covers_unit": True, "covers_weights": True},

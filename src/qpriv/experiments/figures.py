@@ -115,7 +115,8 @@ def frontier_plot(rows: Sequence[dict], *, title: str, stamp: str, out: IO[bytes
     labelled with its MSE (they lie close to the floor); one that does not is grey, dashed
     (a guarantee at another unit) or dotted (covers neither the targets nor the weights), and
     its legend entry says so (``reading``). Rows without eps (the references) are labelled
-    horizontal lines: the public floor black dash-dot, the non-private ones thin and solid.
+    horizontal lines: the public floor black dash-dot, the non-private ones in colour, each in
+    its own dash (two can score alike).
     One panel, one y-axis; the legend sits to the right of the axes, clear of the lines."""
     fig = Figure(figsize=(11.0, 4.8), dpi=120)
     ax = fig.subplots()
@@ -165,6 +166,10 @@ def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
             style = "s--" if first["covers_weights"] else "^:"
             ax.errorbar(eps, mse, yerr=sd, fmt=style, color=next(greys, "0.5"), capsize=3,
                         lw=1.4, label=label)
+    # the non-private references each in their own dash as well as colour: two of them can
+    # score alike (ETTh2, H = 24: ridge 0.1746, classical 0.1749), and a solid line drawn over
+    # another would hide it
+    dashes = iter(("-", (0, (5, 3)), (0, (1, 2)), (0, (6, 2, 1, 2))))
     for r in rows:
         if r["eps"] is not None or r.get("mse_mean") is None:
             continue
@@ -172,8 +177,8 @@ def _frontier_lines(ax: Any, rows: Sequence[dict]) -> None:
         if r["covers_unit"]:
             ax.axhline(r["mse_mean"], color="black", ls="-.", lw=1.2, label=label)
         else:
-            ax.axhline(r["mse_mean"], color=f"C{colour}", ls="-", lw=1.0, alpha=0.8,
-                       label=label)
+            ax.axhline(r["mse_mean"], color=f"C{colour}", ls=next(dashes, "-"), lw=1.3,
+                       alpha=0.9, label=label)
             colour += 1
     ax.set_xscale("log")
     eps_values = sorted({r["eps"] for r in rows if r["eps"] is not None})

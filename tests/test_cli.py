@@ -119,6 +119,11 @@ def test_audit_channel_json(capsys):
          "error: --optimizer = 'foo' is not one of ('adam', 'sgd')"),
         (["train-classifier", "--task", "{x}"], "error: --task = '{x}' is not one of"),
         (["reproduce", "table1", "--quick", "--budget", "full"], "ask for two budgets"),
+        # --list ran nothing and said nothing of the run flags it ignored
+        (["reproduce", "--list", "--out", "somewhere"],
+         "--list only lists the experiments and their cost; --out sets a run: leave them out"),
+        (["reproduce", "table3", "--list", "--quick", "--seeds", "1"],
+         "--quick, --seeds set a run: leave them out, or drop --list to run"),
         (["train", "--method", "dpsgd", "--eps", "1", "--delta", "1e-5"],
          "cannot be set for method 'dpsgd': it runs at the paper's delta = 1e-06"),
         (["train", "--horizon", "0"], "positive integer"),

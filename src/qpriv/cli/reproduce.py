@@ -36,13 +36,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rp.add_argument("--seeds", type=seed_int, nargs="+",
                     help="seeds (default: the paper's); the tables that train nothing (table1, "
                          "table2, table7) take none")
-    add_grid_flags(rp, out="runs/reproduce")
+    add_grid_flags(rp, out=DEFAULT_OUT)
     rp.set_defaults(handler=run)
+
+
+DEFAULT_OUT = "runs/reproduce"
+"""Where a reproduction's cells and reports go unless ``--out`` says otherwise."""
 
 
 def run(args: argparse.Namespace) -> int:
     """List the experiments, or run one and print its report; exit code 1 if a cell failed."""
     if args.list:  # every experiment, or the one named
+        run_flags = [flag for flag, given in (
+            ("--quick", args.quick), ("--budget", args.budget is not None),
+            ("--seeds", args.seeds is not None), ("--out", args.out != DEFAULT_OUT),
+            ("--data-dir", args.data_dir is not None), ("--threads", args.threads != 1),
+            ("--executor", args.executor != "local"), ("--address", args.address is not None),
+            ("--quiet", args.quiet)) if given]
+        if run_flags:  # they were ignored: a list runs and reads nothing
+            verb = "sets" if len(run_flags) == 1 else "set"
+            raise InvalidInputError(f"--list only lists the experiments and their cost; "
+                                    f"{', '.join(run_flags)} {verb} a run: leave them out, or "
+                                    "drop --list to run")
         if args.json:
             emit_json({"experiments": experiment_list(args.id)})
         else:

@@ -18,6 +18,9 @@ from qpriv.errors import InvalidInputError
 from qpriv.experiments.runner import experiment_list, print_list, run_experiment
 from qpriv.runs.files import written_since
 
+DEFAULT_OUT = "runs/reproduce"
+"""Where a reproduction's cells and reports go unless ``--out`` says otherwise."""
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv reproduce`` to the subcommands ``sub``."""
@@ -38,10 +41,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "table2, table7) take none")
     add_grid_flags(rp, out=DEFAULT_OUT)
     rp.set_defaults(handler=run)
-
-
-DEFAULT_OUT = "runs/reproduce"
-"""Where a reproduction's cells and reports go unless ``--out`` says otherwise."""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -82,22 +82,36 @@ def seed_of(args: argparse.Namespace) -> int | None:
     return None if args.secret_seed else args.seed
 
 
+GRID_DEFAULTS = {"data_dir": None, "threads": 1, "executor": EXECUTORS[0], "address": None,
+                 "quiet": False}
+"""The defaults of :func:`add_grid_flags`' options by destination (``--out``'s is each
+command's own)."""
+
+
+def grid_flags_set(args: argparse.Namespace, *, out: str) -> list[str]:
+    """The options of :func:`add_grid_flags` that ``args`` holds at other than their defaults
+    (``out``: the command's default ``--out``), as typed: ``--out``, ``--data-dir``, ..."""
+    flags = ["--out"] if args.out != out else []
+    return flags + [f"--{name.replace('_', '-')}" for name, default in GRID_DEFAULTS.items()
+                    if getattr(args, name) != default]
+
+
 def add_grid_flags(parser: argparse.ArgumentParser, *, out: str) -> None:
     """The options every grid command (``qpriv reproduce``, ``qpriv frontier``) takes: where its
     cells and reports go (default ``out``), the data, threads per cell, ``--executor local|ray``
     and ``--address`` (where the cells run), ``--quiet`` and ``--json``."""
     parser.add_argument("--out", type=out_path, default=out,
                         help="cells and reports go here; finished cells are never recomputed")
-    parser.add_argument("--data-dir", type=existing_path,
+    parser.add_argument("--data-dir", type=existing_path, default=GRID_DEFAULTS["data_dir"],
                         help="file or directory holding the datasets")
-    parser.add_argument("--threads", type=thread_count, default=1,
+    parser.add_argument("--threads", type=thread_count, default=GRID_DEFAULTS["threads"],
                         help="torch threads per forecasting cell (1 is the fastest on a "
                              "shared 2-core CPU); a classifier run always takes one, so that a "
                              "stored run's numbers do not depend on the machine")
-    parser.add_argument("--executor", choices=EXECUTORS, default=EXECUTORS[0],
+    parser.add_argument("--executor", choices=EXECUTORS, default=GRID_DEFAULTS["executor"],
                         help="local: the cells one after the other here; ray: one Ray task per "
                              "unfinished cell, or classifier run (pip install 'qpriv[ray]')")
-    parser.add_argument("--address",
+    parser.add_argument("--address", default=GRID_DEFAULTS["address"],
                         help="the Ray cluster for --executor ray (default: $RAY_ADDRESS, else "
                              "a local Ray started for the command and stopped after)")
     parser.add_argument("--quiet", action="store_true", help="no progress output")

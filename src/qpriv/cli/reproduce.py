@@ -12,6 +12,7 @@ from qpriv.cli.common import (
     add_command,
     add_grid_flags,
     emit_json,
+    grid_flags_set,
     seed_int,
 )
 from qpriv.errors import InvalidInputError
@@ -48,10 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:  # every experiment, or the one named
         run_flags = [flag for flag, given in (
             ("--quick", args.quick), ("--budget", args.budget is not None),
-            ("--seeds", args.seeds is not None), ("--out", args.out != DEFAULT_OUT),
-            ("--data-dir", args.data_dir is not None), ("--threads", args.threads != 1),
-            ("--executor", args.executor != "local"), ("--address", args.address is not None),
-            ("--quiet", args.quiet)) if given]
+            ("--seeds", args.seeds is not None)) if given] + grid_flags_set(args, out=DEFAULT_OUT)
         if run_flags:  # they were ignored: a list runs and reads nothing
             verb = "sets" if len(run_flags) == 1 else "set"
             raise InvalidInputError(f"--list only lists the experiments and their cost; "

@@ -41,6 +41,9 @@ promise next to nothing, so the warning is silenced (:data:`SMALLEST_ORDER_WARNI
 the grid, and every claim naming it, changed."""
 SMALLEST_ORDER_WARNING = "Optimal order is the smallest alpha"
 """Opacus's warning that :data:`RDP_ORDERS`' smallest order is optimal (see there)."""
+LARGEST_ORDER_WARNING = "Optimal order is the largest alpha"
+"""Opacus's warning that :data:`RDP_ORDERS`' largest order is optimal: a sigma search visits
+such sigmas on its way, and zero RDP (:func:`rdp_epsilon_floor`) has it by design."""
 
 PAPER_NOISE_MULTIPLIERS = {0.1: 15.50, 0.5: 3.41, 1.0: 1.78, 5.0: 0.41}
 """The DP-SGD noise multipliers of the LDPT paper (section 7.2) per target eps (delta = 1e-6,
@@ -108,7 +111,7 @@ def noise_multiplier_for(
     try:
         with warnings.catch_warnings():  # the search visits sigmas whose best order is the
             # largest; the returned sigma is re-checked by dpsgd_epsilon, which does warn
-            warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+            warnings.filterwarnings("ignore", message=LARGEST_ORDER_WARNING)
             warnings.filterwarnings("ignore", message=SMALLEST_ORDER_WARNING)
             return float(get_noise_multiplier(
                 target_epsilon=eps, target_delta=delta, sample_rate=sample_rate, steps=steps,
@@ -148,7 +151,7 @@ def rdp_epsilon_floor(delta: float) -> float:
     from opacus.accountants.analysis.rdp import get_privacy_spent
 
     with warnings.catch_warnings():  # at zero RDP the largest order is optimal by design
-        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+        warnings.filterwarnings("ignore", message=LARGEST_ORDER_WARNING)
         return float(get_privacy_spent(orders=RDP_ORDERS, rdp=[0.0] * len(RDP_ORDERS),
                                        delta=delta)[0])
 

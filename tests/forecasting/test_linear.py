@@ -13,13 +13,14 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import (
     CONSTANT_CHANNEL_NOTE,
     COVERS_LINEAR,
-    HYPER_PARAMETER_NOTE,
+    FIXED_DESIGN_NOTE,
     MAX_DP_LINEAR_EPS,
     LinearSpec,
     evaluate,
     fit_dp_linear,
     fit_ridge,
     linear_maps,
+    prediction_basis,
     public_forecaster,
     record_maps,
     sufficient_statistics,
@@ -33,6 +34,7 @@ from qpriv.privacy.ssp import (
 )
 
 SPEC = LinearSpec(period=4, recent=(1, 2, 4, 8), public_days=2, output_blocks=2)
+FIXED = {"spec": SPEC, "select": "fixed"}  # the toy design, not the selected one
 L, H, R = 16, 4, 2.0
 
 
@@ -128,13 +130,17 @@ def test_public_kernel_rows_sum_to_one_and_features_ignore_level():
     m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
     np.testing.assert_allclose(public.sum(axis=1), 1.0)
     np.testing.assert_allclose(m @ np.ones(L), 0.0, atol=1e-12)
-    np.testing.assert_allclose(v.T @ v, np.eye(v.shape[1]), atol=1e-12)
+    # block-mean targets: V^T r is each block's mean residual, and U = V (V^T V)^-1 the
+    # block indicators, so a constant residual c gives targets c and maps back to c
+    np.testing.assert_allclose(v.T @ np.ones(H), np.ones(v.shape[1]), atol=1e-12)
+    np.testing.assert_allclose(prediction_basis(v) @ np.ones(v.shape[1]), np.ones(H),
+                               atol=1e-12)
 
 
 @pytest.mark.parametrize("unit", ["record", "window"])
 def test_dp_linear_states_its_claim_and_is_seeded(synthetic, unit):
-    model, claims = fit_dp_linear(synthetic, eps=1.0, unit=unit, seed=3, spec=SPEC)
-    again, _ = fit_dp_linear(synthetic, eps=1.0, unit=unit, seed=3, spec=SPEC)
+    model, claims = fit_dp_linear(synthetic, eps=1.0, unit=unit, seed=3, **FIXED)
+    again, _ = fit_dp_linear(synthetic, eps=1.0, unit=unit, seed=3, **FIXED)
     np.testing.assert_array_equal(model.kernel, again.kernel)
     (claim,) = claims
     assert claim.unit == Unit(unit) and claim.kind == Kind.GLOBAL_DP
@@ -146,19 +152,19 @@ def test_dp_linear_states_its_claim_and_is_seeded(synthetic, unit):
 
 
 def test_window_unit_needs_no_scaler(synthetic):
-    private, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, spec=SPEC)
-    declared, _ = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, spec=SPEC,
+    private, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, **FIXED)
+    declared, _ = fit_dp_linear(synthetic, eps=1.0, unit="window", seed=0, **FIXED,
                                 scaler="data")
     np.testing.assert_allclose(private.kernel, declared.kernel)
     # add or remove one window changes the count, which is reported: the claim says so
     assert WINDOW_COUNT_NOTE in claim.notes
-    _, (record,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    _, (record,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, **FIXED)
     assert WINDOW_COUNT_NOTE not in record.notes  # a replaced record leaves the count alone
 
 
 def test_record_unit_spends_a_share_on_the_private_scaler(synthetic):
-    _, (private,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
-    _, (declared,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC,
+    _, (private,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, **FIXED)
+    _, (declared,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, **FIXED,
                                    scaler="data")
     assert private.details["eps_scaler"] + private.details["eps_gaussian"] == pytest.approx(1.0)
     assert declared.details["eps_scaler"] == 0.0
@@ -177,7 +183,8 @@ def test_bad_arguments_name_the_fix(synthetic):
     with pytest.raises(InvalidInputError, match="unit = 'row'"):
         fit_dp_linear(synthetic, eps=1.0, unit="row")
     with pytest.raises(InvalidInputError, match="scaler"):
-        fit_dp_linear(synthetic, eps=1.0, unit="record", spec=SPEC, scaler="mine")
+        fit_dp_linear(synthetic, eps=1.0, unit="record", **FIXED,
+                      scaler="mine")
     with pytest.raises(InvalidInputError, match="seq_len"):
         linear_maps(LinearSpec(), seq_len=48, horizon=24)
 
@@ -189,7 +196,7 @@ def test_an_eps_beyond_the_cap_is_refused_not_computed(synthetic, unit, eps):
     quantile probabilities) or scipy (window: the Gaussian calibration)."""
     with pytest.raises(InvalidInputError, match=r"outside the valid range \(0, 1e\+06\]; .*"
                                                 "promises nothing.*non-private ridge"):
-        fit_dp_linear(synthetic, eps=eps, unit=unit, spec=SPEC)
+        fit_dp_linear(synthetic, eps=eps, unit=unit, **FIXED)
 
 
 @pytest.mark.parametrize("unit", ["record", "window"])
@@ -198,7 +205,7 @@ def test_the_cap_itself_fits_finitely_without_warnings(synthetic, unit, delta):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model, (claim,) = fit_dp_linear(synthetic, eps=MAX_DP_LINEAR_EPS, delta=delta,
-                                        unit=unit, seed=0, spec=SPEC)
+                                        unit=unit, seed=0, **FIXED)
     assert np.isfinite(model.kernel).all() and claim.value == MAX_DP_LINEAR_EPS
     assert 0 < model.details["sigma_a"] < np.inf
 
@@ -271,7 +278,7 @@ def test_the_fits_record_sensitivities_follow_the_maps_its_statistics_apply(synt
     np.testing.assert_allclose(np.linalg.norm(window_map, axis=0), m_norm, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(target_map, axis=0), q_norm, atol=1e-9)
     assert np.all(m_norm[L:] == 0) and np.all(q_norm[L:] > 0)
-    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, **FIXED)
     details = claim.details
     r, c_x, c_y = details["clip"], details["feature_clip"], details["target_clip"]
     t_m, t_q = m_norm.sum(), q_norm.sum()
@@ -285,7 +292,7 @@ def test_the_fits_window_sensitivity_counts_every_channel_of_the_window(tmp_path
     (a fit that counted one row per window would state a bound C times too small)."""
     write_csv(tmp_path / "five.csv", series(2, channels=5))
     data = load_forecasting_data(csv=tmp_path / "five.csv", seq_len=L, horizon=H)
-    _, (claim,) = fit_dp_linear(data, eps=1.0, unit="window", seed=0, spec=SPEC)
+    _, (claim,) = fit_dp_linear(data, eps=1.0, unit="window", seed=0, **FIXED)
     details = claim.details
     m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
     one = np.zeros((L + H, 5))  # one window, all channels alike: a jump at the end
@@ -300,13 +307,13 @@ def test_the_fits_window_sensitivity_counts_every_channel_of_the_window(tmp_path
 
 def test_the_record_claim_says_any_replacement_and_names_the_constant_channel_refusal(
         synthetic):
-    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, spec=SPEC)
+    _, (claim,) = fit_dp_linear(synthetic, eps=1.0, unit="record", seed=0, **FIXED)
     [record] = [note for note in claim.notes if note.startswith("record:")]
     assert "replaced by any other value" in record and "[-1.5, 1.5]" in record
     assert "at most 3" in record
     assert CONSTANT_CHANNEL_NOTE in claim.notes
     assert "(constant, or values so large" in CONSTANT_CHANNEL_NOTE
-    assert HYPER_PARAMETER_NOTE in claim.notes and "ETTh1's training split" in HYPER_PARAMETER_NOTE
+    assert FIXED_DESIGN_NOTE in claim.notes and "ETTh1's training split" in FIXED_DESIGN_NOTE
 
 
 def test_the_private_fits_read_the_files_values_so_a_record_moves_only_itself(tmp_path):

@@ -76,8 +76,9 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
     (["--clip-range", "0"], "--clip-range = 0 is not a finite number > 0"),
     (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),
-    (["--unit", "window", "--seq-len", "48"], "(seq_len, --seq-len) of at least 168"),
-    (["--unit", "record", "--seq-len", "96"], "(seq_len, --seq-len) of at least 168"),
+    # the design scales with L (the public forecast averages the periods L holds), down to one
+    (["--unit", "window", "--seq-len", "16"], "(seq_len, --seq-len) of at least 24"),
+    (["--unit", "record", "--seq-len", "23"], "(seq_len, --seq-len) of at least 24"),
     # refused by the data before the features' L x L maps (75 GiB here) are built
     (["--seq-len", "100000"], "seq_len L = 100000 plus horizon H = 24 needs at least 100024"),
 ])

@@ -19,7 +19,7 @@ from qpriv.cli.common import (
 )
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.experiments.report import write_report_html
-from qpriv.forecasting.linear import DEFAULTS
+from qpriv.forecasting.linear import DEFAULTS, SELECT_CHOICES
 from qpriv.forecasting.methods import DEFAULT_EPS
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
@@ -53,6 +53,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--scaler", help="dp-linear at the record unit: 'private' (estimated "
                                      "under the guarantee, default) or 'public' (the training "
                                      "split's scaler declared public, released in the clear)")
+    tr.add_argument("--select", choices=SELECT_CHOICES,
+                    help="dp-linear: 'private' (default) chooses the design (output blocks, "
+                         "ridge scale) among declared candidates inside the guarantee, on a "
+                         "share of eps; 'fixed' takes the fixed design, chosen outside it")
     tr.add_argument("--seq-len", type=positive_int, default=336,
                     help="look-back L (the paper's)")
     tr.add_argument("--batch", type=positive_int,
@@ -114,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out, resume=args.resume,
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
-        unit=args.unit, clip_range=args.clip_range, scaler=args.scaler,
+        unit=args.unit, clip_range=args.clip_range, scaler=args.scaler, select=args.select,
         keep_checkpoints=args.keep_checkpoints,
     )
     report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)

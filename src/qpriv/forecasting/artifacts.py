@@ -275,7 +275,11 @@ def _load_linear(path: Path, request: dict, parsed: ForecastRequest, *,
         raise InvalidInputError(f"{model_file} holds a kernel with non-finite entries (NaN or "
                                 f"inf), which no fit writes: it is damaged; {RERUN}")
     try:
-        spec = LinearSpec(**request["model"].get("spec", {}))
+        # the fitted design (a private selection chooses it at fit time); runs written before
+        # block-mean targets had orthonormal ones and no output_scale
+        fitted = result.get("model") if isinstance(result.get("model"), dict) else {}
+        stored = fitted.get("spec") or request["model"].get("spec", {})
+        spec = LinearSpec(**{"output_scale": "orthonormal", **stored})
     except (TypeError, InvalidInputError) as exc:
         raise InvalidInputError(f"{path / CONFIG_FILE}: the linear model's settings are not a "
                                 f"LinearSpec ({exc}); {RERUN}") from exc

@@ -25,8 +25,10 @@ from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
-    STANDARD_LINEAR,
+    SELECT_CHOICES,
+    LinearSpec,
     check_dp_linear_eps,
+    default_spec,
     evaluate,
     fit_dp_linear,
     fit_ridge,
@@ -71,7 +73,8 @@ def run_linear(
     *, method: str, dataset: str, csv: str | Path | None, columns: Sequence[str] | None,
     data_dir: str | Path | None, horizon: int, seq_len: int, eps: float | None,
     delta: float | None, unit: str | None, clip_range: float | None, scaler: str | None,
-    seed: int | None, max_train_windows: int | None, max_eval_windows: int | None,
+    seed: int | None, select: str | None = None, max_train_windows: int | None,
+    max_eval_windows: int | None,
     out_dir: str | Path | None, resume: bool, threads: int | None,
 ) -> dict:
     """Fit and test one linear forecaster (see :func:`qpriv.forecasting.run.run_forecast`,
@@ -90,6 +93,13 @@ def run_linear(
             if value is not None:
                 raise ArgumentError(f"method {method!r} states no privacy guarantee, so it "
                                     f"takes no {{{name}}}; leave it out")
+    if select is not None and method != "dp-linear":
+        raise ArgumentError(f"{{select}} chooses dp-linear's design; method {method!r} has "
+                            "none to choose: leave {select} out")
+    if select is not None and select not in SELECT_CHOICES:
+        raise ArgumentError(f"{{select}} = {select!r} is not one of {', '.join(SELECT_CHOICES)}")
+    if method == "dp-linear" and select is None:
+        select = "private"
     if scaler is not None and scaler not in SCALERS:
         raise ArgumentError(f"{{scaler}} = {scaler!r} is not one of {', '.join(SCALERS)}")
     if scaler is not None and unit == "window":
@@ -115,7 +125,9 @@ def run_linear(
             max_eval_windows=max_eval_windows)
         # a look-back too short for the features is refused; after the data, which refuses
         # one longer than the series before its L x L maps are built
-        linear_maps(STANDARD_LINEAR, seq_len=seq_len, horizon=horizon)
+        spec = LinearSpec(output_scale="orthonormal") if method == "dpsgd-linear" \
+            else default_spec(data)
+        linear_maps(spec, seq_len=seq_len, horizon=horizon)
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),
@@ -123,7 +135,8 @@ def run_linear(
             "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,
             "clip_range": clip_range, "scaler": scaler, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
-            "model": {"family": LINEAR, "spec": asdict(STANDARD_LINEAR)},
+            "model": {"family": LINEAR, "spec": asdict(spec)},
+            **({"select": select} if select is not None else {}),
         }
         if method == "dpsgd-linear":
             dpsgd_linear_schedule(len(data.train))  # too few windows: refused, nothing written
@@ -134,7 +147,7 @@ def run_linear(
         tic = time.perf_counter()
         claims = ()
         if method == "public":
-            model = public_forecaster(seq_len=seq_len, horizon=horizon)
+            model = public_forecaster(seq_len=seq_len, horizon=horizon, spec=spec)
         elif method == "ridge":
             model = fit_ridge(data)
         elif method == "dpsgd-linear":
@@ -143,7 +156,7 @@ def run_linear(
         else:
             model, claims = fit_dp_linear(
                 data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
-                scaler="data" if scaler == "public" else "private")
+                scaler="data" if scaler == "public" else "private", select=select)
         seconds = time.perf_counter() - tic
         # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
         source = source_notes(request["source_sha256"])
@@ -169,7 +182,7 @@ def run_linear(
         "privacy": entry.privacy, "eps_per_pass": None,
         **({"eps": claim_entries[0]} if claim_entries else {}),
         "claims": claim_entries, "unit": unit,
-        "model": {"family": LINEAR, "name": model.name, "spec": asdict(STANDARD_LINEAR)},
+        "model": {"family": LINEAR, "name": model.name, "spec": asdict(model.spec)},
         "fit": model.details,
         "privacy_notes": list(dict.fromkeys([
             *(note for claim in claims for note in claim.notes),

@@ -126,6 +126,7 @@ def run_forecast(
     unit: str | None = None,
     clip_range: float | None = None,
     scaler: str | None = None,
+    select: str | None = None,
     keep_checkpoints: bool = False,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
@@ -231,10 +232,10 @@ def run_forecast(
         return run_linear(
             method=method, dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
             horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,
-            clip_range=clip_range, scaler=scaler, seed=seed,
+            clip_range=clip_range, scaler=scaler, select=select, seed=seed,
             max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,
             out_dir=out_dir, resume=resume, threads=threads)
-    for name, value in (("clip_range", clip_range), ("scaler", scaler)):
+    for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
         if value is not None:
             raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
                                 f"none: leave {{{name}}} out")

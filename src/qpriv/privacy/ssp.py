@@ -51,7 +51,9 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 __all__ = [
     "SSPNoise",
     "calibrate_ssp",
+    "composed_noise_multiplier",
     "gaussian_epsilon_pld",
+    "gaussian_noise_multiplier",
     "gram_spread",
     "max_norm_on_box",
     "noise_scaled_ridge",
@@ -60,6 +62,8 @@ __all__ = [
     "record_sensitivities",
     "record_sensitivities_projected",
     "ridge_solve",
+    "split_noise_multiplier",
+    "ssp_noise",
     "symmetric_gaussian",
     "window_sensitivities",
 ]
@@ -229,15 +233,61 @@ class SSPNoise:
                                 self.sensitivity_b / self.sigma_b)
 
 
+def gaussian_noise_multiplier(*, eps: float, delta: float) -> float:
+    """The smallest noise multiplier z of the Gaussian mechanism (sensitivity 1) that is
+    (eps, delta)-DP: the analytic Gaussian mechanism (Balle & Wang 2018, Theorem 8, via
+    dp-accounting's ``get_sigma_gaussian``) with the margin :data:`Z_MARGIN`."""
+    eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
+    delta = _delta(delta)
+    # get_sigma_gaussian stops its root search within a tolerance, on either side: at eps 0.1
+    # and 1 (delta 1e-6) the exact delta of its z is 1e-13 (relative) above the target. A
+    # relative margin of 1e-9 on z puts it below in every case (about 2e-8 below), so the
+    # claimed delta holds exactly, at no measurable cost in noise.
+    return float(dp_accounting.get_sigma_gaussian(eps, delta)) * (1.0 + Z_MARGIN)
+
+
+def split_noise_multiplier(noise_multiplier: float, shares: tuple[float, ...]) -> tuple[float, ...]:
+    """Multipliers z_i of Gaussian releases that together spend one Gaussian mechanism of
+    multiplier z: ``1 / z_i^2 = share_i / z^2`` with the shares summing to 1. Gaussian
+    mechanisms compose exactly, adaptively, as one with ``1 / z^2 = sum_i 1 / z_i^2``
+    (Dong, Roth & Su 2022, "Gaussian differential privacy", Corollary 3.3; the sensitivity-1
+    Gaussian of multiplier z is 1/z-GDP); :func:`composed_noise_multiplier` is the inverse."""
+    z = _positive("noise_multiplier", noise_multiplier)
+    if not shares or any(not 0.0 < s <= 1.0 for s in shares) or abs(sum(shares) - 1.0) > 1e-12:
+        raise InvalidInputError(f"budget shares {shares} must lie in (0, 1] and sum to 1")
+    return tuple(z / math.sqrt(s) for s in shares)
+
+
+def composed_noise_multiplier(multipliers: tuple[float, ...]) -> float:
+    """The one Gaussian mechanism that releases with multipliers z_i compose to:
+    ``1 / sqrt(sum_i 1 / z_i^2)`` (:func:`split_noise_multiplier`)."""
+    return 1.0 / math.sqrt(sum(1.0 / _positive("noise_multiplier", z) ** 2 for z in multipliers))
+
+
+def ssp_noise(*, sensitivity_a: float, sensitivity_b: float, noise_multiplier: float,
+              share_a: float = 0.5, eps: float = math.nan, delta: float = math.nan) -> SSPNoise:
+    """Noise stds for releasing (A, B) as one Gaussian mechanism of multiplier z:
+    ``sigma_A = Delta_A z / sqrt(share_a)`` and ``sigma_B = Delta_B z / sqrt(1 - share_a)``
+    (module docstring)."""
+    d_a = _positive("sensitivity_a", sensitivity_a)
+    d_b = _positive("sensitivity_b", sensitivity_b)
+    z = _positive("noise_multiplier", noise_multiplier)
+    share_a = require_in_range("share_a", share_a, low=0.0, high=1.0, high_inclusive=False,
+                               hint="the share of the budget spent on A lies in (0, 1)")
+    return SSPNoise(sigma_a=d_a * z / math.sqrt(share_a),
+                    sigma_b=d_b * z / math.sqrt(1.0 - share_a),
+                    sensitivity_a=d_a, sensitivity_b=d_b, noise_multiplier=z,
+                    share_a=share_a, eps=eps, delta=delta)
+
+
 def calibrate_ssp(*, sensitivity_a: float, sensitivity_b: float, eps: float, delta: float,
                   share_a: float = 0.5) -> SSPNoise:
     """Noise stds (sigma_A, sigma_B) that make releasing (A + E_A, B + E_B) (eps, delta)-DP.
 
-    The analytic Gaussian mechanism (Balle & Wang 2018, Theorem 8, via dp-accounting's
-    ``get_sigma_gaussian``) gives the smallest noise multiplier z with
-    ``Phi(1/(2z) - eps z) - e^eps Phi(-1/(2z) - eps z) <= delta``; the pair is one Gaussian
-    mechanism with that multiplier when ``sigma_A = Delta_A z / sqrt(share_a)`` and
-    ``sigma_B = Delta_B z / sqrt(1 - share_a)`` (module docstring).
+    The analytic Gaussian mechanism (:func:`gaussian_noise_multiplier`) gives the smallest
+    noise multiplier z with ``Phi(1/(2z) - eps z) - e^eps Phi(-1/(2z) - eps z) <= delta``; the
+    pair is one Gaussian mechanism with that multiplier when ``sigma_A = Delta_A z /
+    sqrt(share_a)`` and ``sigma_B = Delta_B z / sqrt(1 - share_a)`` (:func:`ssp_noise`).
 
     Raises:
         InvalidInputError: eps <= 0, delta outside (0, 1), a sensitivity <= 0 or share_a
@@ -245,19 +295,13 @@ def calibrate_ssp(*, sensitivity_a: float, sensitivity_b: float, eps: float, del
     """
     eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
     delta = _delta(delta)
-    d_a = _positive("sensitivity_a", sensitivity_a)
-    d_b = _positive("sensitivity_b", sensitivity_b)
-    share_a = require_in_range("share_a", share_a, low=0.0, high=1.0, high_inclusive=False,
-                               hint="the share of the budget spent on A lies in (0, 1)")
-    # get_sigma_gaussian stops its root search within a tolerance, on either side: at eps 0.1
-    # and 1 (delta 1e-6) the exact delta of its z is 1e-13 (relative) above the target. A
-    # relative margin of 1e-9 on z puts it below in every case (about 2e-8 below), so the
-    # claimed delta holds exactly, at no measurable cost in noise.
-    z = float(dp_accounting.get_sigma_gaussian(eps, delta)) * (1.0 + Z_MARGIN)
-    return SSPNoise(sigma_a=d_a * z / math.sqrt(share_a),
-                    sigma_b=d_b * z / math.sqrt(1.0 - share_a),
-                    sensitivity_a=d_a, sensitivity_b=d_b, noise_multiplier=z,
-                    share_a=share_a, eps=eps, delta=delta)
+    _positive("sensitivity_a", sensitivity_a)
+    _positive("sensitivity_b", sensitivity_b)
+    require_in_range("share_a", share_a, low=0.0, high=1.0, high_inclusive=False,
+                     hint="the share of the budget spent on A lies in (0, 1)")
+    return ssp_noise(sensitivity_a=sensitivity_a, sensitivity_b=sensitivity_b,
+                     noise_multiplier=gaussian_noise_multiplier(eps=eps, delta=delta),
+                     share_a=share_a, eps=eps, delta=delta)
 
 
 def gaussian_epsilon_pld(*, noise_multiplier: float, delta: float) -> float:

@@ -427,8 +427,10 @@ def fit_dp_linear(
     release = ssp_noise(sensitivity_a=d_a, sensitivity_b=d_b, noise_multiplier=z_fit,
                         share_a=share_a, eps=eps_gauss, delta=delta)
     noisy_a, noisy_b = perturb(a, b, release, rng=rng) if noise else (a, b)
-    var_a = release.sigma_a ** 2 if noise else 0.0
-    if pooled is not None:  # the selection release's view of the same statistics
+    # noise=False (tests) keeps the ridge the noise would have set: the noiseless twin is
+    # the ridge shrunk toward the public forecast by that data-independent amount
+    var_a = release.sigma_a ** 2
+    if pooled is not None and noise:  # the selection release's view of the same statistics
         noisy_a, noisy_b, var_a = pooled.combine(noisy_a, noisy_b, var_a=var_a,
                                                  var_b=release.sigma_b ** 2)
     ridge = noise_scaled_ridge(math.sqrt(var_a), features.shape[0], scale=ridge_scale)

@@ -715,14 +715,35 @@ def test_values_too_large_to_scale_are_named_not_called_constant(tmp_path: Path)
         load_forecasting_data(csv=path, seq_len=4, horizon=2)
 
 
-def test_a_csv_cut_inside_its_last_value_is_named(tmp_path: Path) -> None:
+def test_a_csv_cut_inside_its_last_row_is_named_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "cut.csv"
-    path.write_text("date,a\n2020-01-01 00:00,1.25\n2020-01-01 01:00,1.5\n2020-01-01 02:00,1.7")
-    with pytest.raises(InvalidInputError, match=r"does not end with a line break: its last row "
-                                                r"may have been cut"):
+    path.write_text("date,a,b\n2020-01-01 00:00,1.25,2\n2020-01-01 01:00,1.5,3\n"
+                    "2020-01-01 02:00,1.7")
+    with pytest.raises(InvalidInputError, match=r"cut.csv, line 4 \(the last\): 2 of 3 fields, "
+                                                r"and no line break after it"):
         load_frame(path)
-    path.write_text(path.read_text() + "5\n")  # the same file, whole
+    path.write_text(path.read_text() + ",")  # cut after the separator: an empty field
+    with pytest.raises(InvalidInputError, match=r"line 4 .*2 of 3 fields"):
+        load_frame(path)
+    path.write_text(path.read_text()[:-1] + "5,4\n")  # the same file, whole
     assert load_frame(path)["a"].tolist() == [1.25, 1.5, 1.75]
+
+
+@pytest.mark.parametrize("shape", ["no final newline", "crlf", "bom", "slash dates"])
+def test_the_standard_benchmark_files_shapes_are_read(tmp_path: Path, shape: str) -> None:
+    """exchange_rate.csv (daily, dates like 1990/1/1 0:00, no final newline) and files
+    exported on other systems (CRLF line ends, a byte-order mark) train as they are."""
+    rows = [("1990/1/1 0:00" if shape == "slash dates" else "1990-01-01 00:00", "0.7855", "1.61"),
+            ("1990/1/2 0:00" if shape == "slash dates" else "1990-01-02 00:00", "0.7818", "1.6"),
+            ("1990/1/3 0:00" if shape == "slash dates" else "1990-01-03 00:00", "0.7867", "1.63")]
+    end = "\r\n" if shape == "crlf" else "\n"
+    text = end.join(["date,a,OT", *(",".join(row) for row in rows)])
+    text = ("\ufeff" if shape == "bom" else "") + text + ("" if shape != "crlf" else end)
+    path = tmp_path / "exchange.csv"
+    path.write_bytes(text.encode("utf-8"))
+    frame = load_frame(path)
+    assert frame["OT"].tolist() == [1.61, 1.6, 1.63]
+    assert frame.index[-1] == pd.Timestamp("1990-01-03")
 
 
 def test_a_directory_given_as_the_csv_is_named(tmp_path: Path) -> None:

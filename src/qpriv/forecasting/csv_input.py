@@ -33,11 +33,16 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
     """
     path = _existing_file(path)
     raw = _read_text_table(path)
-    if _cut_short(path):
-        raise InvalidInputError(
-            f"{path} does not end with a line break: its last row may have been cut inside a "
-            "value (a copy or download stopped early); if the file is complete, end it with a "
-            "newline")
+    if _cut_short(path) and len(raw) > 1:
+        # many exported files end without a line break: refuse a cut by what it is, a last
+        # row with fewer fields than the header or an empty last field, and name its line
+        last = raw.iloc[-1]
+        fields = int(sum(isinstance(cell, str) and cell.strip() != "" for cell in last))
+        if fields < raw.shape[1]:
+            raise InvalidInputError(
+                f"{path}, line {len(raw)} (the last): {fields} of {raw.shape[1]} fields, and "
+                "no line break after it: the file was cut inside that row (a copy or download "
+                "stopped early); get the whole file, or delete the cut row")
     header = raw.iloc[0].astype(str).str.strip().tolist()
     sep = next((sep for sep in (";", "\t", "|") if sep in header[0]), None)
     if len(header) == 1 and sep is not None:

@@ -17,7 +17,13 @@ import json
 
 import numpy as np
 
-from qpriv.forecasting.linear import evaluate, fit_dp_linear, fit_ridge, public_forecaster
+from qpriv.forecasting.linear import (
+    default_spec,
+    evaluate,
+    fit_dp_linear,
+    fit_ridge,
+    public_forecaster,
+)
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.progress import work_bar
 
@@ -28,7 +34,8 @@ CELLS = (("record", 1.0), ("record", 0.1), ("window", 1.0))
 def measure(dataset: str, horizon: int, seeds: int) -> dict:
     """One row of the table (every number a test MSE)."""
     data = load_forecasting_data(dataset, horizon=horizon)
-    floor = evaluate(public_forecaster(seq_len=data.seq_len, horizon=horizon), data.test)["mse"]
+    floor = evaluate(public_forecaster(seq_len=data.seq_len, horizon=horizon,
+                                       spec=default_spec(data)), data.test)["mse"]
     ridge = evaluate(fit_ridge(data), data.test)["mse"]
     row = {"dataset": dataset, "horizon": horizon, "floor": floor, "ridge": ridge}
     for unit, eps in CELLS:

@@ -57,6 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="dp-linear: 'private' (default) chooses the design (output blocks, "
                          "ridge scale) among declared candidates inside the guarantee, on a "
                          "share of eps; 'fixed' takes the fixed design, chosen outside it")
+    tr.add_argument("--period", type=positive_int,
+                    help="public, ridge, dp-linear, dpsgd-linear: the seasonal period in rows "
+                         "(default: from the timestamps' step: 24 hourly, 96 every 15 "
+                         "minutes, 7 daily, 12 monthly)")
     tr.add_argument("--seq-len", type=positive_int, default=336,
                     help="look-back L (the paper's)")
     tr.add_argument("--batch", type=positive_int,
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.quiet, threads=args.threads, eval_passes=args.eval_passes,
         accounting=args.accounting, delta=args.delta, rigorous=not args.no_rigorous,
         unit=args.unit, clip_range=args.clip_range, scaler=args.scaler, select=args.select,
-        keep_checkpoints=args.keep_checkpoints,
+        period=args.period, keep_checkpoints=args.keep_checkpoints,
     )
     report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)
     if args.json:

@@ -62,6 +62,7 @@ from qpriv.forecasting.linear_select import (
     design_candidates,
     select_design,
 )
+from qpriv.forecasting.seasonality import PERIOD_NOTE, resolve_period
 from qpriv.forecasting.windows import (
     WINDOW_COUNT_NOTE,
     ForecastData,
@@ -267,10 +268,11 @@ def fit_ridge(data: ForecastData, *, ridge: float = 10.0,
         spec=spec, name="ridge (not private)", details={"ridge": ridge})
 
 
-def default_spec(data: ForecastData, *, period: int = 24) -> LinearSpec:
+def default_spec(data: ForecastData, *, period: int | None = None) -> LinearSpec:
     """The fixed design for the data's look-back and period (2 output blocks of block means):
-    what ``select='fixed'`` fits and the ridge reference's features."""
-    return base_spec(seq_len=data.seq_len, period=period)
+    what ``select='fixed'`` fits and the ridge reference's features. ``period`` None: read
+    from the data's timestamps (:func:`qpriv.forecasting.seasonality.seasonal_period`)."""
+    return base_spec(seq_len=data.seq_len, period=resolve_period(data.dates, period))
 
 
 #: Defaults chosen on ETTh1's validation split (H = 24, 3 noise seeds) over feature bases,
@@ -306,7 +308,7 @@ def fit_dp_linear(
     target_clip: float | None = None,
     share_a: float | None = None,
     ridge_scale: float | None = None,
-    period: int = 24,
+    period: int | None = None,
     noise: bool = True,
 ) -> DPLinearFit:
     """The linear forecaster, (eps, delta)-DP at the window or the record unit.
@@ -366,6 +368,7 @@ def fit_dp_linear(
         "select_share", defaults["select_share"] if select_share is None else select_share,
         low=0.0, high=1.0, high_inclusive=False,
         hint="the share of the Gaussian budget spent on selection lies in (0, 1)")
+    period = resolve_period(data.dates, period)
     rng = np.random.default_rng(None if seed is None else require_seed("seed", seed))
     raw = data.train_raw  # the file's own values: see ForecastData.train_raw
     c_x = require_in_range("feature_clip", defaults["feature_clip"]
@@ -447,11 +450,12 @@ def fit_dp_linear(
         "output_blocks": int(outputs.shape[1]), "features": int(features.shape[0]),
         "scaler": "none" if the_unit == Unit.WINDOW else
                   (scaler if isinstance(scaler, str) else "given"), **clipping,
-        "selection": selection,
+        "selection": selection, "period": period,
     }
     notes = (
         scaler_note,
         RULES_NOTE if select == "private" else FIXED_DESIGN_NOTE,
+        f"{PERIOD_NOTE}: {period} rows",
         CONSTANT_CHANNEL_NOTE,
         randomness_note(secret=seed is None),
     )

@@ -84,11 +84,11 @@ def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
 
 
 def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
-                     seed: int | None = 2024,
+                     seed: int | None = 2024, spec: LinearSpec = DPSGD_LINEAR_SPEC,
                      progress: bool = False) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window (module
-    docstring); return the model with the best validation MSE and its claim. ``seed`` None:
-    a secret one (:mod:`qpriv.privacy.randomness`)."""
+    docstring) on ``spec``'s maps; return the model with the best validation MSE and its
+    claim. ``seed`` None: a secret one (:mod:`qpriv.privacy.randomness`)."""
     settings = DEFAULTS
     secret = seed is None
     seed = run_seed(seed)
@@ -102,7 +102,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
                          lr=settings["lr"], lr_quantum_attention=settings["lr"],
                          weight_decay=0.0, plateau_patience=settings["epochs"], seed=seed,
                          device="cpu", progress=progress)
-    model = TrainableLinear(seq_len=data.seq_len, horizon=data.horizon)
+    model = TrainableLinear(seq_len=data.seq_len, horizon=data.horizon, spec=spec)
     trainer = Trainer(model, train=data.train, val=data.val, config=config, strategy=strategy)
     fit = trainer.fit()
     report = strategy.report()

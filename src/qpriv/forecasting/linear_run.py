@@ -39,6 +39,7 @@ from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_line
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
+from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
@@ -62,10 +63,11 @@ EVALUATION_NOTE = (
     "use no scaler")
 """Named in every linear method's claim: what the evaluation releases besides the model."""
 PUBLIC_NOTE = ("the public forecast reads no training data; its fixed form (a blend of the "
-               "seasonal naive forecast and the level-matched profile of the last 7 days, "
-               "LinearSpec) was chosen once on ETTh1's validation split (H = 24), whose first "
-               "windows' look-backs are the last L rows of the training split, so on ETTh1 "
-               "that choice read those rows and is not itself private")
+               "seasonal naive forecast and the level-matched profile of the last (up to 7) "
+               "seasonal periods, LinearSpec) was chosen once on ETTh1's validation split "
+               "(H = 24), whose first windows' look-backs are the last L rows of the "
+               "training split, so on ETTh1 that choice read those rows and is not itself "
+               "private")
 """What the public floor's result says of how its one design was chosen."""
 
 
@@ -73,7 +75,8 @@ def run_linear(
     *, method: str, dataset: str, csv: str | Path | None, columns: Sequence[str] | None,
     data_dir: str | Path | None, horizon: int, seq_len: int, eps: float | None,
     delta: float | None, unit: str | None, clip_range: float | None, scaler: str | None,
-    seed: int | None, select: str | None = None, max_train_windows: int | None,
+    seed: int | None, select: str | None = None, period: int | None = None,
+    max_train_windows: int | None,
     max_eval_windows: int | None,
     out_dir: str | Path | None, resume: bool, threads: int | None,
 ) -> dict:
@@ -125,8 +128,9 @@ def run_linear(
             max_eval_windows=max_eval_windows)
         # a look-back too short for the features is refused; after the data, which refuses
         # one longer than the series before its L x L maps are built
-        spec = LinearSpec(output_scale="orthonormal") if method == "dpsgd-linear" \
-            else default_spec(data)
+        period = resolve_period(data.dates, period)
+        spec = LinearSpec(period=period, output_scale="orthonormal") \
+            if method == "dpsgd-linear" else default_spec(data, period=period)
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
         request = {
             "dataset": data.dataset, "source": str(data.source),
@@ -149,14 +153,15 @@ def run_linear(
         if method == "public":
             model = public_forecaster(seq_len=seq_len, horizon=horizon, spec=spec)
         elif method == "ridge":
-            model = fit_ridge(data)
+            model = fit_ridge(data, spec=spec)
         elif method == "dpsgd-linear":
-            model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed)
+            model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec)
             claims = (claim,)
         else:
             model, claims = fit_dp_linear(
                 data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
-                scaler="data" if scaler == "public" else "private", select=select)
+                scaler="data" if scaler == "public" else "private", select=select,
+                period=period)
         seconds = time.perf_counter() - tic
         # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
         source = source_notes(request["source_sha256"])

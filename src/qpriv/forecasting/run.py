@@ -127,6 +127,7 @@ def run_forecast(
     clip_range: float | None = None,
     scaler: str | None = None,
     select: str | None = None,
+    period: int | None = None,
     keep_checkpoints: bool = False,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
@@ -183,6 +184,8 @@ def run_forecast(
         rigorous: add the rigorous (eps, delta) of token, window and record beside the paper's
             numbers for methods with the channel (about a minute the first time a setting is
             seen, then cached).
+        period: the linear family's seasonal period in rows (None: read from the
+            timestamps, :func:`qpriv.forecasting.seasonality.seasonal_period`).
 
     Returns:
         The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
@@ -232,13 +235,16 @@ def run_forecast(
         return run_linear(
             method=method, dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
             horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,
-            clip_range=clip_range, scaler=scaler, select=select, seed=seed,
+            clip_range=clip_range, scaler=scaler, select=select, period=period, seed=seed,
             max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,
             out_dir=out_dir, resume=resume, threads=threads)
     for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
         if value is not None:
             raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
                                 f"none: leave {{{name}}} out")
+    if period is not None:
+        raise ArgumentError(f"{{period}} sets the linear forecasters' seasonal period; method "
+                            f"{method!r} learns its own: leave {{period}} out")
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
     method_eps = eps
     if accounting == "rigorous" and eps is not None:

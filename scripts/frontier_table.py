@@ -1,14 +1,15 @@
 """The README's "frontier across horizons" table, from the published frontiers and the paper.
 
-Reads every published frontier, ``results/frontier-<dataset>-H<horizon>-<unit>/frontier.csv``
-(every method, the transformer ones included) or, where that is not published yet,
+Reads every published frontier: the linear methods' rows from
 ``results/frontier-<dataset>-H<horizon>-<unit>-linear/frontier.csv`` (``qpriv frontier
---methods dp-linear public ridge``), both written by ``scripts/publish_results.py``; the LDPT
-paper's numbers (:mod:`qpriv.experiments.paper_numbers`); and our full-budget backbone numbers,
-from the full frontier where it is published, else from a full-budget reproduction under
-``results/`` (else "queued"). It prints one
-Markdown table: one row per (setting, method), each with the unit its eps is stated at, then one
-line per setting saying whether ``dp-linear`` beats the public floor.
+--methods dp-linear public ridge``, re-published whenever their design changes), the other
+methods' from ``results/frontier-<dataset>-H<horizon>-<unit>/frontier.csv`` (every method, the
+transformer ones included), both written by ``scripts/publish_results.py``; the LDPT paper's
+numbers (:mod:`qpriv.experiments.paper_numbers`); and our full-budget backbone numbers, from
+the full frontier where it is published, else from a full-budget reproduction under
+``results/`` (else "queued"). It prints one Markdown table: one row per (setting, method), each
+with the unit its eps is stated at and, for ``dp-linear``, its capture of the floor-to-ridge
+gap, then one line per setting saying whether ``dp-linear`` beats the public floor.
 
     python scripts/frontier_table.py --results results
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.tables import format_cell, format_table
 
-SETTINGS = (("ETTh1", 24), ("ETTh1", 96), ("ETTh1", 336), ("ETTh1", 720), ("ETTh2", 24))
+SETTINGS = tuple((d, h) for d in ("ETTh1", "ETTh2") for h in (24, 96, 336, 720))
 EPS = (0.1, 1.0)
 FOLDER = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-(?P<unit>record|window)"
                     r"(?P<linear>-linear)?$")
@@ -62,20 +63,24 @@ def _float(text: str) -> float | None:
 
 
 def frontiers(results: Path) -> dict[tuple[str, int, str], list[dict]]:
-    """The rows of every published frontier, by (dataset, horizon, unit): the full frontier
-    (every method) where it is published, else the linear one."""
-    found, full = {}, set()
+    """The rows of every published frontier, by (dataset, horizon, unit): the methods a linear
+    frontier holds (public, ridge, dp-linear) from it where it is published (it is
+    re-published whenever their design changes; the full frontier's copies of them may be
+    older), every other method's from the full frontier."""
+    linear: dict[tuple[str, int, str], list[dict]] = {}
+    full: dict[tuple[str, int, str], list[dict]] = {}
     for folder in sorted(results.glob("frontier-*")):
         match = FOLDER.match(folder.name)
         if not match or not (folder / "frontier.csv").is_file():
             continue
         key = (match["dataset"], int(match["horizon"]), match["unit"])
-        if match["linear"] and key in full:
-            continue
         with (folder / "frontier.csv").open(newline="") as handle:
-            found[key] = list(csv.DictReader(handle))
-        if not match["linear"]:
-            full.add(key)
+            (linear if match["linear"] else full)[key] = list(csv.DictReader(handle))
+    found = {}
+    for key in sorted(set(linear) | set(full)):
+        mine = linear.get(key, [])
+        served = {r["method"] for r in mine}
+        found[key] = mine + [r for r in full.get(key, []) if r["method"] not in served]
     return found
 
 
@@ -169,7 +174,7 @@ def table(results: Path) -> str:
     linear = frontiers(results)
     reproduced = full_budget_reproductions(results)
     headers = ["dataset, H", "method", "unit (what the eps covers)", "eps",
-               "ours: test MSE", "paper: test MSE (table)"]
+               "ours: test MSE", "capture", "paper: test MSE (table)"]
     rows, floors, notes = [], [], []
     eps_label = " / ".join(f"{e:g}" for e in EPS)
     for dataset, horizon in SETTINGS:
@@ -178,12 +183,13 @@ def table(results: Path) -> str:
         window = linear.get((dataset, horizon, "window"), [])
         either = record or window
         public, ridge = _row(either, "public", None), _row(either, "ridge", None)
-        rows.append([setting, "`public`", UNITS["public"], "-", _mean_sd(public), ""])
-        rows.append([setting, "`ridge`", UNITS["ridge"], "-", _mean_sd(ridge), ""])
+        rows.append([setting, "`public`", UNITS["public"], "-", _mean_sd(public), "", ""])
+        rows.append([setting, "`ridge`", UNITS["ridge"], "-", _mean_sd(ridge), "", ""])
         for unit, frontier_rows in (("record", record), ("window", window)):
             cells = [_row(frontier_rows, "dp-linear", e) for e in EPS]
             rows.append([setting, "`dp-linear`", UNITS[("dp-linear", unit)], eps_label,
-                         " / ".join(_mean_sd(c) for c in cells), ""])
+                         " / ".join(_mean_sd(c) for c in cells),
+                         " / ".join(capture(public, ridge, c) for c in cells), ""])
             if public is not None:
                 floors.append(verdict(setting, unit, float(public["mse_mean"]), cells))
         for method in ("ldpt", "dpsgd", "classical"):
@@ -198,7 +204,7 @@ def table(results: Path) -> str:
             else:
                 theirs = "not printed"
             rows.append([setting, f"`{method}`", UNITS[method],
-                         eps_label if method != "classical" else "-", ours, theirs])
+                         eps_label if method != "classical" else "-", ours, "", theirs])
             for e, p in zip(eps_values, printed, strict=True):
                 extra = also(dataset, horizon, method, e, p[1] if p else None)
                 if extra:
@@ -208,6 +214,15 @@ def table(results: Path) -> str:
     if notes:
         lines += ["", "Other numbers the paper prints for the same cells:", "", *notes]
     return "\n".join(lines) + "\n"
+
+
+def capture(public: dict | None, ridge: dict | None, cell: dict | None) -> str:
+    """The share of the floor-to-ridge gap a private cell keeps, (floor - private) /
+    (floor - ridge), as a whole percentage (:data:`PENDING` where a number is missing)."""
+    if public is None or ridge is None or cell is None:
+        return PENDING
+    floor = float(public["mse_mean"])
+    return f"{100 * (floor - float(cell['mse_mean'])) / (floor - float(ridge['mse_mean'])):.0f} %"
 
 
 def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None]) -> str:

@@ -398,6 +398,39 @@ def test_dates_with_different_utc_offsets_are_read_as_instants(tmp_path: Path) -
     assert frame["a"].tolist() == [1.0, 2.0, 3.0]
 
 
+def _dated(tmp_path: Path, dates: list[str]) -> Path:
+    rows = "".join(f"{d},{i}\n" for i, d in enumerate(dates))
+    return _write_text(tmp_path / "dated.csv", "date,a\n" + rows)
+
+
+def test_day_first_dates_are_read_day_first_from_the_first_row(tmp_path: Path) -> None:
+    # pandas infers one format from the first dates: rows 1-12 read month first (01/02 as
+    # 2 January... as 1 February), then 13/01 refused. The whole column decides.
+    days = [f"{d:02d}/01/1990" for d in range(1, 32)]
+    frame = load_frame(_dated(tmp_path, days))
+    assert frame.index[1] == pd.Timestamp("1990-01-02")
+    assert frame.index[-1] == pd.Timestamp("1990-01-31")
+    assert (frame.index[1:] - frame.index[:-1] == pd.Timedelta(days=1)).all()
+
+
+def test_month_first_dates_stay_month_first(tmp_path: Path) -> None:
+    frame = load_frame(_dated(tmp_path, [f"01/{d:02d}/1990 0:00" for d in range(1, 20)]))
+    assert frame.index[1] == pd.Timestamp("1990-01-02")
+    assert frame.index[-1] == pd.Timestamp("1990-01-19")
+
+
+def test_mixed_or_undecidable_date_orders_are_refused_with_the_fix(tmp_path: Path) -> None:
+    mixed = ["12/01/1990", "13/01/1990", "01/14/1990"]
+    with pytest.raises(InvalidInputError, match=r"mixes day-first and month-first dates: "
+                                                r"line 3 \('13/01/1990'\).*line 4 "
+                                                r"\('01/14/1990'\).*ISO 8601"):
+        load_frame(_dated(tmp_path, mixed))
+    both = ["01/02/1990", "01/03/1990", "01/04/1990"]  # monthly day first, or daily month first
+    with pytest.raises(InvalidInputError, match=r"read both day first and month first \(line "
+                                                r"2: '01/02/1990'\).*ISO 8601"):
+        load_frame(_dated(tmp_path, both))
+
+
 def test_missing_csv_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="does not exist"):
         load_frame(tmp_path / "nope.csv")

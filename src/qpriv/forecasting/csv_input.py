@@ -175,23 +175,54 @@ def _numeric_column(path: Path, raw: pd.DataFrame, col: str, *, selectable: bool
         + fix)
 
 
-def _to_datetime(text: pd.Series, *, utc: bool) -> pd.Series:
+_NUMERIC_DATE = r"^(\d{1,2})[/.\-](\d{1,2})[/.\-](\d{2,4})(?:\D|$)"
+"""A date written day and month first in some order (``13/01/1990``, ``1.13.1990 0:00``)."""
+
+
+def _to_datetime(text: pd.Series, *, utc: bool, dayfirst: bool = False) -> pd.Series:
     with warnings.catch_warnings():  # "could not infer format": a bad date is reported after
         warnings.simplefilter("ignore", UserWarning)
-        return pd.to_datetime(text, errors="coerce", utc=utc)
+        return pd.to_datetime(text, errors="coerce", utc=utc, dayfirst=dayfirst)
+
+
+def _day_first(path: Path, text: pd.Series) -> bool:
+    """Whether the dates are written day first, decided on the whole column: pandas infers one
+    format from the first dates, so ``01/02/1990`` would be read month first and a later
+    ``13/02/1990`` refused, after twelve rows were read wrong. A column whose first field
+    exceeds 12 somewhere is day first, whose second field does is month first; both, or
+    neither (every date reads both ways), is refused: the file does not say which it is."""
+    parts = text.str.extract(_NUMERIC_DATE)
+    if parts.isna().any().any():  # not every date is written day/month first: pandas reads it
+        return False
+    first, second = parts[0].astype(int), parts[1].astype(int)
+    day_first, month_first = first > 12, second > 12
+    iso = "; rewrite the dates as ISO 8601 'YYYY-MM-DD' (e.g. '1990-01-13'), which reads one way"
+    if day_first.any() and month_first.any():
+        a, b = int(np.argmax(day_first.to_numpy())), int(np.argmax(month_first.to_numpy()))
+        raise InvalidInputError(
+            f"the date column of {path} mixes day-first and month-first dates: line {a + 2} "
+            f"({text.iloc[a]!r}) can only be day first, line {b + 2} ({text.iloc[b]!r}) only "
+            f"month first{iso}")
+    if not day_first.any() and not month_first.any() and (first != second).any():
+        row = int(np.argmax((first != second).to_numpy()))
+        raise InvalidInputError(
+            f"the dates of {path} read both day first and month first (line {row + 2}: "
+            f"{text.iloc[row]!r}), and none has a day above 12 to tell which{iso}")
+    return bool(day_first.any())
 
 
 def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
     text = text.astype(str).str.strip()
     in_utc = False
+    dayfirst = _day_first(path, text)
     try:
-        parsed = _to_datetime(text, utc=False)
+        parsed = _to_datetime(text, utc=False, dayfirst=dayfirst)
     except (ValueError, TypeError) as exc:
         if "mixed timezones" not in str(exc).lower():
             raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
         # Dates with different UTC offsets (a daylight-saving change, say) name instants
         # unambiguously: compare them in UTC. A date without an offset among them is refused.
-        parsed = _to_datetime(text, utc=True)
+        parsed = _to_datetime(text, utc=True, dayfirst=dayfirst)
         in_utc = True
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if bad.size:

@@ -134,9 +134,9 @@ def test_audit_channel_json(capsys):
                           ["attack", "mia", "x"], ["audit", "sidechannel"])],
         (["reproduce", "table3", "--seeds", "2024", "-5"], "got -5"),
         (["train", "--method", "ridge", "--accounting", "rigorous", "--eps-total", "1"],
-         "method 'ridge' has none: leave --accounting rigorous out"),
+         "method 'ridge' has none: leave --accounting rigorous and --eps-total out"),
         (["train", "--method", "dp-linear", "--accounting", "rigorous", "--eps-total", "1"],
-         "leave --accounting rigorous out and give its budget as --eps"),
+         "leave --accounting rigorous and --eps-total out and give its budget as --eps"),
         (["audit", "sidechannel", "--method", "classical", "--eps", "0.5"],
          "method 'classical' adds no noise and takes no --eps; leave it out"),
         (["audit", "sidechannel", "--method", "ldpt", "--windows", "100000000"],
@@ -191,6 +191,14 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
         (["train", "--threads", "100000", "--out", "run"],
          "qpriv train: argument --threads: expected at most 1024 threads (torch starts every "
          "one), got 100000; give at most the machine's cores (see 'qpriv train --help')"),
+        # the top parser's own errors were prefixed twice ("qpriv: error: qpriv: ...") and a
+        # missing command was "required: command" (issue 42, D10): list the commands
+        ([], "qpriv needs a command, one of: calibrate, audit, attack, train, forecast, "
+             "methods, quickstart, train-classifier, reproduce, frontier, account, report "
+             "(see 'qpriv --help')"),
+        (["audit"], "qpriv audit needs a command, one of: channel, run, sidechannel (see "
+                    "'qpriv audit --help')"),
+        (["methods", "--bogus"], "unrecognized arguments: --bogus (see 'qpriv --help')"),
         (["train-classifier", "--threads", "5000", "--out", "run"],
          "qpriv train-classifier: argument --threads: expected at most 1024 threads (torch "
          "starts every one), got 5000; give at most the machine's cores (see 'qpriv "

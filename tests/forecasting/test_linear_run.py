@@ -67,11 +67,14 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
 @needs_ett
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--eps", "0"], "eps = 0 is outside the valid range"),
+    # a too-small budget gets its own advice, not the too-large one's (issue 42, D8)
+    (["--eps", "-1"], "--eps = -1 is outside the valid range (0, inf); a privacy budget must "
+                      "be > 0 (smaller is more private"),
     # above the cap: refused before the run's folder is made (1e308 failed inside numpy or
     # scipy after config.json was written, 1e20 ran with overflow warnings)
     (["--eps", "1e308"], "--eps = 1e+308 is outside the valid range (0, 1e+06]"),
     (["--unit", "window", "--eps", "1e308"], "--eps = 1e+308 is outside the valid range"),
-    (["--eps", "1e20"], "above 1e+06 it promises nothing"),
+    (["--eps", "1e20"], "above 1e+06 a budget promises nothing"),
     (["--delta", "1"], "delta = 1 is outside the valid range (0, 1)"),
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
     (["--clip-range", "0"], "--clip-range = 0 is not a finite number > 0"),
@@ -122,6 +125,13 @@ def test_dpsgd_linear_on_too_few_windows_is_refused_before_anything_is_written(c
      "method 'ridge' writes no checkpoints"),
     ("dp-linear", ["--keep-checkpoints", "--out", "never-written"],
      "leave --keep-checkpoints out"),
+    # one answer, not a circle of "needs --eps-total" / "leave it out" / "pass it" (42, D5)
+    ("dp-linear", ["--accounting", "rigorous"],
+     "leave --accounting rigorous out and give its budget as --eps"),
+    ("dp-linear", ["--accounting", "rigorous", "--eps-total", "1"],
+     "leave --accounting rigorous and --eps-total out and give its budget as --eps"),
+    ("dp-linear", ["--eps-total", "1"], "leave --eps-total out and give its budget as --eps"),
+    ("ridge", ["--accounting", "rigorous"], "has none: leave --accounting rigorous out"),
 ])
 def test_a_unit_or_setting_a_method_does_not_take_is_refused(method, argv, needle, capsys,
                                                             tmp_path, monkeypatch):

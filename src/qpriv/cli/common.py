@@ -48,7 +48,14 @@ class Parser(argparse.ArgumentParser):
         :data:`KEYWORD_FLAGS`."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        commands = next((action for action in self._actions
+                         if isinstance(action, argparse._SubParsersAction)), None)
+        if commands is not None and message.startswith("the following arguments are required"):
+            raise UsageError(f"{self.prog} needs a command, one of: "
+                             f"{', '.join(commands.choices)} (see '{self.prog} --help')")
+        # the top parser's errors are printed after "qpriv: error:" already
+        named = f"{self.prog}: " if " " in self.prog else ""
+        raise UsageError(f"{named}{message} (see '{self.prog} --help')")
 
 
 def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,

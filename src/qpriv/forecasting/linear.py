@@ -138,11 +138,13 @@ Scaler = Literal["private", "data"] | ZScoreScaler
 def check_dp_linear_eps(eps: float) -> float:
     """Return dp-linear's budget ``eps`` if it is a finite number in
     (0, :data:`MAX_DP_LINEAR_EPS`], else raise :class:`~qpriv.errors.ArgumentError`."""
+    eps = require_in_range("eps", eps, low=0.0,
+                           hint="a privacy budget must be > 0 (smaller is more private; 1 is "
+                                "a common choice)")
     return require_in_range(
         "eps", eps, low=0.0, high=MAX_DP_LINEAR_EPS,
-        hint=f"a privacy budget must be > 0; above {MAX_DP_LINEAR_EPS:g} it promises nothing "
-             "(and the noise calibration breaks down): fit the non-private ridge (method "
-             "ridge) instead")
+        hint=f"above {MAX_DP_LINEAR_EPS:g} a budget promises nothing (and the noise "
+             "calibration breaks down): fit the non-private ridge (method ridge) instead")
 
 
 # --------------------------------------------------------------------------------------------

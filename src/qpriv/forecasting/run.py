@@ -207,20 +207,24 @@ def run_forecast(
             from the checkpointed run.
     """
     entry = method_entry(method)
+    if entry.family == LINEAR and (accounting == "rigorous" or eps_total is not None):
+        # before run_budget, whose advice for the LDPT methods would send a linear run in a
+        # circle ({accounting} needs {eps_total}, which needs {accounting}, refused here)
+        given = [name for name, value in (("accounting", accounting == "rigorous" or None),
+                                          ("eps_total", eps_total)) if value is not None]
+        raise ArgumentError(
+            "{accounting} and {eps_total} calibrate the channel of an LDPT method with finite "
+            f"shots; method {method!r} has none: leave "
+            + " and ".join(f"{{{name}}}" for name in given) + " out"
+            + (" and give its budget as {eps} (its guarantee is already the rigorous one, "
+               "at the unit given by {unit})" if entry.needs_eps else ""),
+            values={"accounting": "rigorous"})
     eps = run_budget(method, eps=eps, eps_total=eps_total, accounting=accounting)
     if csv is not None and data_dir is not None:
         raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
                             "file itself: leave {data_dir} out")
     unit = entry.check_unit(unit)
     if entry.family == LINEAR:
-        if accounting == "rigorous":
-            raise ArgumentError(
-                "{accounting} calibrates the channel of an LDPT method with finite shots "
-                f"(ldpt or an ablation that keeps the channel); method {method!r} has none: "
-                "leave {accounting} out"
-                + (" and give its budget as {eps} (its own guarantee is accounted at the unit "
-                   "given)" if entry.needs_eps else ""),
-                values={"accounting": "rigorous"})
         ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
                    "eval_passes": None if eval_passes == 1 else eval_passes}
         given = [name for name, value in ignored.items() if value is not None]

@@ -87,10 +87,13 @@ def check_dpsgd_eps(eps: float) -> float:
     Raises:
         InvalidInputError: ``eps`` outside that range, with the fix.
     """
+    eps = require_in_range("eps", eps, low=0.0,
+                           hint="a privacy budget must be > 0 (smaller is more private; 1 is "
+                                "a common choice)")
     return require_in_range("eps", eps, low=0.0, high=MAX_DPSGD_EPS,
-                            hint=f"a privacy budget must be > 0; above {MAX_DPSGD_EPS:g} it "
-                                 "promises nothing (and Opacus's search for sigma does not "
-                                 "end): train without --eps instead")
+                            hint=f"above {MAX_DPSGD_EPS:g} a budget promises nothing (and "
+                                 "Opacus's search for sigma does not end): train without "
+                                 "--eps instead")
 
 
 def noise_multiplier_for(

@@ -21,6 +21,7 @@ from qpriv.forecasting.linear import (
     fit_ridge,
     linear_maps,
     prediction_basis,
+    protected_units,
     public_forecaster,
     record_maps,
     sufficient_statistics,
@@ -200,14 +201,28 @@ def test_an_eps_beyond_the_cap_is_refused_not_computed(synthetic, unit, eps):
 
 
 @pytest.mark.parametrize("unit", ["record", "window"])
-@pytest.mark.parametrize("delta", [1e-12, 1e-6, 0.5])
+@pytest.mark.parametrize("delta", [1e-12, 1e-6, "largest"])
 def test_the_cap_itself_fits_finitely_without_warnings(synthetic, unit, delta):
+    if delta == "largest":  # just below 1 / n, the largest delta that promises anything
+        delta = 0.99 / protected_units(synthetic, unit)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model, (claim,) = fit_dp_linear(synthetic, eps=MAX_DP_LINEAR_EPS, delta=delta,
                                         unit=unit, seed=0, **FIXED)
     assert np.isfinite(model.kernel).all() and claim.value == MAX_DP_LINEAR_EPS
     assert 0 < model.details["sigma_a"] < np.inf
+
+
+@pytest.mark.parametrize("unit", ["record", "window"])
+def test_a_delta_of_one_over_n_or_more_is_refused(synthetic, unit):
+    """A mechanism that publishes one of n units at random meets delta = 1/n (issue 42, D12):
+    accepted before, with delta 0.5 in the claim and a better MSE."""
+    n = protected_units(synthetic, unit)
+    assert n == (synthetic.train_raw.size if unit == "record" else synthetic.train.n_available)
+    for delta in (0.5, 1.0 / n):
+        with pytest.raises(InvalidInputError, match=rf"delta = {delta:g} is at least 1/n for "
+                                                    rf"the n = {n:,} {unit}s"):
+            fit_dp_linear(synthetic, eps=1.0, delta=delta, unit=unit, **FIXED)
 
 
 def projected_ratios(values: np.ndarray, t: int, new: float, c: float) -> tuple[float, float]:

@@ -76,6 +76,9 @@ def test_public_needs_no_claim_and_ignores_the_training_split(capsys):
     (["--unit", "window", "--eps", "1e308"], "--eps = 1e+308 is outside the valid range"),
     (["--eps", "1e20"], "above 1e+06 a budget promises nothing"),
     (["--delta", "1"], "delta = 1 is outside the valid range (0, 1)"),
+    # accepted before, with delta 0.5 in the claim (issue 42, D12)
+    (["--delta", "0.5"], "delta = 0.5 is at least 1/n for the n = 60,480 records"),
+    (["--unit", "window", "--delta", "0.001"], "n = 8,281 windows the guarantee protects"),
     (["--unit", "person"], "--unit = 'person' is not a privacy unit"),
     (["--clip-range", "0"], "--clip-range = 0 is not a finite number > 0"),
     (["--unit", "token"], "states its guarantee at the record or window unit, not 'token'"),

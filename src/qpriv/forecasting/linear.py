@@ -69,7 +69,13 @@ from qpriv.forecasting.windows import (
     WindowDataset,
     ZScoreScaler,
 )
-from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+from qpriv.privacy.claims import (
+    Accounting,
+    Kind,
+    PrivacyClaim,
+    Unit,
+    require_meaningful_delta,
+)
 from qpriv.privacy.quantiles import log_grid, private_location_scale
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.ssp import (
@@ -102,6 +108,7 @@ __all__ = [
     "output_basis",
     "prediction_basis",
     "private_scaler",
+    "protected_units",
     "public_forecaster",
     "record_maps",
     "sufficient_statistics",
@@ -133,6 +140,12 @@ finite and warning-free for every delta in (0, 1) up to 1e6 (its root search fir
 near eps = 3.8e6 and fails soon after), and its private quantiles' logits stay far from
 overflow; e^eps is then far beyond any meaningful guarantee. The same cap as DP-SGD's."""
 Scaler = Literal["private", "data"] | ZScoreScaler
+
+
+def protected_units(data: ForecastData, unit: str) -> int:
+    """How many units dp-linear's guarantee protects: every value of every channel of the
+    training rows (record), or every sliding training window (window)."""
+    return int(data.train_raw.size) if unit == "record" else int(data.train.n_available)
 
 
 def check_dp_linear_eps(eps: float) -> float:
@@ -356,6 +369,7 @@ def fit_dp_linear(
     if unit not in DEFAULTS:
         raise InvalidInputError(f"unit = {unit!r} is not a privacy unit; use 'record' or "
                                 "'window'")
+    require_meaningful_delta(delta, units=protected_units(data, unit), unit=unit)
     if select not in SELECT_CHOICES:
         raise InvalidInputError(f"select = {select!r} is not one of {SELECT_CHOICES}: "
                                 "'private' chooses the design inside the guarantee, 'fixed' "

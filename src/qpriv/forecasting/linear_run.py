@@ -33,6 +33,7 @@ from qpriv.forecasting.linear import (
     fit_dp_linear,
     fit_ridge,
     linear_maps,
+    protected_units,
     public_forecaster,
 )
 from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
@@ -41,6 +42,7 @@ from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
+from qpriv.privacy.claims import require_meaningful_delta
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
@@ -132,6 +134,9 @@ def run_linear(
         spec = LinearSpec(period=period, output_scale="orthonormal") \
             if method == "dpsgd-linear" else default_spec(data, period=period)
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
+        if private:  # a delta of 1/n or more promises nothing: refused before any file
+            require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"
+                                     else protected_units(data, unit), unit=unit)
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),

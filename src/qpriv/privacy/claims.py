@@ -189,3 +189,18 @@ class PrivacyClaim:
             return f">= {value} ({LOWER_BOUND}{level}, {', '.join([self.kind.value, *deltas])})"
         return f"{value} ({', '.join([self.kind.value, *deltas])}, " \
                f"accounting={self.accounting.value})"
+
+
+def require_meaningful_delta(delta: float, *, units: int, unit: str) -> float:
+    """``delta`` if it is below ``1 / units``, else refuse it. An (eps, delta) guarantee over
+    n protected units with delta >= 1/n is met by a mechanism that publishes one unit, picked
+    at random, in the clear (each unit's output changes with probability 1/n <= delta): such a
+    delta promises nothing, however small eps is. ``unit`` names the units in the message."""
+    units = int(units)
+    if units >= 1 and delta * units >= 1.0:
+        raise InvalidInputError(
+            f"delta = {delta:g} is at least 1/n for the n = {units:,} {unit}s the guarantee "
+            f"protects: a mechanism that publishes one of them at random in the clear meets "
+            f"it, so it promises nothing; give a delta below {1.0 / units:.3g}, typically "
+            "1e-6")
+    return delta

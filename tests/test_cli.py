@@ -488,3 +488,31 @@ def test_tables_fit_100_columns_with_text_left_and_numbers_right(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= 100
     assert lines[0].startswith("method ") and lines[2].startswith("classical ")
+
+
+def test_messages_name_commands_not_library_functions(capsys, tmp_path):
+    """A CLI user was told of ``run_forecast(out_dir=DIR)`` and ``run_forecast(method=...)``,
+    functions ``qpriv`` does not export (issue 42, D6)."""
+    assert main(["audit", "run", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"qpriv: error: {tmp_path} is not a qpriv run: it has no config.json; pass the "
+        "directory given to `qpriv train --out DIR`\n")
+    assert main(["audit", "sidechannel", "--method", "public"]) == 2
+    err = capsys.readouterr().err
+    assert "train it with `qpriv train --method public`" in err and "run_forecast" not in err
+
+
+def test_a_path_that_cannot_be_used_is_named_without_flags_the_command_lacks(capsys,
+                                                                            monkeypatch):
+    """``report`` into a read-only folder named --out, --csv and --data-dir, none of which
+    ``report`` has (issue 42, D7)."""
+    from qpriv.cli import report
+
+    def refuse(args):
+        raise PermissionError(13, "Permission denied", "/read-only/report.html")
+
+    monkeypatch.setattr(report, "run", refuse)
+    assert main(["report", "somewhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qpriv: error: cannot use /read-only/report.html: Permission denied; ")
+    assert "--csv" not in err and "--data-dir" not in err

@@ -77,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:  # a path the user gave that cannot be read or made (--out a/b
         if err.filename is None:  # with a a file, an unwritable place): one line, not a trace
             raise
-        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; check the paths given "
-              "(--out, --csv, --data-dir)", file=sys.stderr)
+        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; check that path (a "
+              "file read must exist and be readable, a folder written to writable)",
+              file=sys.stderr)
         return 2

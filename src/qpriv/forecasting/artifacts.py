@@ -236,7 +236,7 @@ def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
     if not (path / CONFIG_FILE).is_file():
         raise InvalidInputError(
             f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given to "
-            "`qpriv train --out DIR` (run_forecast(out_dir=DIR))"
+            "`qpriv train --out DIR`"
         )
     request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
     try:

@@ -231,7 +231,8 @@ def setup_method(
     entry = method(name)
     if entry.build is None:
         raise InvalidInputError(f"method {name!r} is a {entry.family} forecaster, not built on "
-                                "the backbone; run it with run_forecast(method=...)")
+                                "the backbone; train it with `qpriv train --method "
+                                f"{name}`")
     eps = check_method_eps(name, eps)
     changes = dict(overrides or {})
     built = entry.build(replace_config(base, **changes), eps)

@@ -354,8 +354,7 @@ def test_out_never_replaces_the_data_or_the_run_and_others_only_with_force(
     before = {path: path.read_bytes() for path in [Path(data), *run_dir.iterdir()]}
     for out, force, needle in [
             (data, True, "would overwrite .*data.csv of .*data.csv, which this forecast reads"),
-            (run_dir / "config.json", True, "would overwrite .*config.json of .*run, which"),
-            (run_dir / "new.csv", False, "would overwrite .*new.csv of .*run, which")]:
+            (run_dir / "config.json", True, "would overwrite .*config.json of .*run, which")]:
         argv = ["forecast", str(run_dir), "--csv", str(data), "--out", str(out)]
         assert main([*argv, *(["--force"] if force else [])]) == 2
         err = capsys.readouterr().err.strip()
@@ -371,6 +370,12 @@ def test_out_never_replaces_the_data_or_the_run_and_others_only_with_force(
     assert existing.read_text() == "keep me\n" and not claims_path(existing).exists()
     assert main([*argv, "--force"]) == 0
     assert pd.read_csv(existing, index_col=0).shape[0] == H
+    # a new file inside the run's folder overwrites nothing the forecast reads (issue 42, D4:
+    # it was refused as "would overwrite RUN/fc.csv of RUN")
+    inside = run_dir / "fc.csv"
+    assert main(["forecast", str(run_dir), "--csv", str(data), "--out", str(inside)]) == 0
+    assert pd.read_csv(inside, index_col=0).shape[0] == H and claims_path(inside).is_file()
+    assert {path: path.read_bytes() for path in before} == before
 
 
 def test_passes_above_the_cap_are_refused_before_any_work(runs, csv, capsys):

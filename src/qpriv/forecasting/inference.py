@@ -264,8 +264,8 @@ def claims_path(path: str | Path) -> Path:
 def check_output_path(path: str | Path, *, overwrite: bool = False,
                       keep: Sequence[str | Path] = ()) -> Path:
     """``path`` as a Path if a forecast CSV (and its ``<path>.claims.json``) may be written
-    there: never over a file of ``keep`` (the data read, a run's directory and what it
-    holds), and over an existing file only when ``overwrite``.
+    there: never over a file of ``keep`` (the data read, a run's directory and the files it
+    holds; a new file inside it is fine), and over an existing file only when ``overwrite``.
 
     Raises:
         InvalidInputError: ``path`` is a directory; its directory is a file, does not exist
@@ -289,7 +289,8 @@ def check_output_path(path: str | Path, *, overwrite: bool = False,
     for target in (path, claims_path(path)):
         resolved = target.resolve()
         for kept in kept_paths:
-            if resolved == kept or kept in resolved.parents:
+            # a new file inside a kept folder (RUN/fc.csv) overwrites nothing the forecast reads
+            if resolved == kept or (kept in resolved.parents and resolved.exists()):
                 raise InvalidInputError(
                     f"--out {path} would overwrite {target} of {kept}, which this forecast "
                     "reads; write the forecast elsewhere")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
@@ -209,3 +210,21 @@ def test_records_read_old_and_new_results_alike():
         ForecastResult.from_json({"method": "ldpt", "mse": "abc"})
     with pytest.raises(InvalidInputError, match=r"config\.json lacks \['source', 'channels'"):
         ForecastRequest.from_json({"method": "ldpt", "dataset": "ETTh1"})
+
+
+def test_a_run_from_a_relative_csv_path_is_found_from_another_folder(tmp_path, monkeypatch):
+    """config.json stored the path as typed, so ``qpriv report`` from elsewhere could not find
+    ``../good.csv`` (issue 42, D14): it stores the resolved path."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    days = pd.date_range("2020-01-01", periods=600, freq="D", name="date")
+    wave = np.sin(2 * np.pi * np.arange(600) / 7) + np.random.default_rng(0).normal(0, 0.1, 600)
+    pd.DataFrame({"a": wave}, index=days).to_csv(tmp_path / "good.csv")
+    monkeypatch.chdir(tmp_path / "a")
+    assert main(["train", "--csv", "../good.csv", "--method", "public", "--seq-len", "96",
+                 "--horizon", "7", "--out", "run", "--quiet"]) == 0
+    config = json.loads((tmp_path / "a" / "run" / "config.json").read_text())
+    assert config["source"] == str((tmp_path / "good.csv").resolve())
+    monkeypatch.chdir(tmp_path / "b")
+    run = load_run("../a/run")
+    assert run.data().source == (tmp_path / "good.csv").resolve()

@@ -141,3 +141,4 @@ def test_train_refuses_a_bad_period(tmp_path: Path, extra: list[str], message: s
                  *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+

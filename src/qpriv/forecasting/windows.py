@@ -398,7 +398,7 @@ def load_forecasting_data(
             require_positive_int(name, value)
 
     if csv is not None:
-        source = Path(csv).expanduser()
+        source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
         name, convention = source.stem, CUSTOM
     elif dataset is not None:
         spec = dataset_spec(dataset)

@@ -44,3 +44,29 @@ def test_a_seed_is_an_integer_numpy_and_torch_both_take():
         with pytest.raises(ArgumentError, match=r"^seed = .* is not a seed: give an integer in "
                                                 r"\[0, 2\*\*63\)"):
             require_seed("seed", bad)
+
+
+@pytest.mark.parametrize("value", [True, False, "1", "0.5", None, [1.0]])
+def test_a_number_argument_takes_only_real_numbers(value):
+    """``train_forecaster(eps=True)`` and ``eps="1"`` were read as eps 1 (issue 42, D15)."""
+    with pytest.raises(InvalidInputError, match=r"eps = .* is not a number; give a real number"):
+        require_in_range("eps", value, low=0.0)
+
+
+def test_numpy_numbers_still_count():
+    import numpy as np
+
+    assert require_finite("eps", np.float64(0.5)) == 0.5
+    assert require_in_range("eps", np.int64(2), low=0.0) == 2.0
+
+
+def test_the_python_entry_refuses_a_bool_budget_and_a_dataframe_with_the_fix():
+    import pandas as pd
+
+    import qpriv
+
+    with pytest.raises(InvalidInputError, match="eps = True is not a number"):
+        qpriv.train_forecaster(method="dp-linear", eps=True)
+    with pytest.raises(InvalidInputError, match=r"csv = DataFrame is not a file path.*"
+                                                r"frame\.to_csv\(PATH\)"):
+        qpriv.train_forecaster(method="dp-linear", csv=pd.DataFrame({"a": [1.0]}))

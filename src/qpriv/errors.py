@@ -7,6 +7,7 @@ The command line turns these into one line on stderr and exit code 2.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 import string
 from collections.abc import Mapping
@@ -30,7 +31,10 @@ def _bad_value(name: str, rest: str) -> InvalidInputError:
 
 
 def require_finite(name: str, value: float) -> float:
-    """Return ``value`` as float, or raise if it is NaN or infinite."""
+    """Return ``value`` as float, or raise if it is not a real number (a bool or a string
+    included: ``True`` and ``"1"`` were read as 1) or is NaN or infinite."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _bad_value(name, f" = {value!r} is not a number; give a real number, e.g. 1")
     value = float(value)
     if not math.isfinite(value):
         raise _bad_value(name, f" must be a finite number, got {value}")

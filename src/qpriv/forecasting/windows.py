@@ -27,6 +27,7 @@ as scikit-learn's ``StandardScaler``) is fitted on the training rows only and ap
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -397,6 +398,10 @@ def load_forecasting_data(
         if value is not None:
             require_positive_int(name, value)
 
+    if csv is not None and not isinstance(csv, (str, os.PathLike)):
+        raise InvalidInputError(
+            f"csv = {type(csv).__name__} is not a file path: give the path of a CSV file (a "
+            "DataFrame: write it first with frame.to_csv(PATH), its index the dates)")
     if csv is not None:
         source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
         name, convention = source.stem, CUSTOM

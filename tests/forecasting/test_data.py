@@ -392,9 +392,11 @@ def test_dates_with_different_utc_offsets_are_read_as_instants(tmp_path: Path) -
     # a daylight-saving change: the wall clock jumps from 01:00+01:00 to 03:00+02:00
     text = "date,a\n2016-03-27 00:00+01:00,1\n2016-03-27 01:00+01:00,2\n2016-03-27 03:00+02:00,3\n"
     frame = load_frame(_write_text(tmp_path / "dst.csv", text))
-    assert [str(t) for t in frame.index] == ["2016-03-26 23:00:00+00:00",
-                                             "2016-03-27 00:00:00+00:00",
-                                             "2016-03-27 01:00:00+00:00"]
+    # the same instants, shown in the last date's offset (UTC before: issue 42, D11)
+    assert [str(t) for t in frame.index] == ["2016-03-27 01:00:00+02:00",
+                                             "2016-03-27 02:00:00+02:00",
+                                             "2016-03-27 03:00:00+02:00"]
+    assert frame.index[0] == pd.Timestamp("2016-03-26 23:00:00+00:00")
     assert frame["a"].tolist() == [1.0, 2.0, 3.0]
 
 

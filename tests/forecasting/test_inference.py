@@ -472,3 +472,20 @@ def test_train_prints_the_original_unit_metrics(csv, capsys):
     assert "in the data's own units" in out
     for channel in CHANNELS:
         assert channel in out
+
+
+def test_forecasts_keep_the_files_clock_across_a_daylight_saving_change(tmp_path, capsys):
+    """Dates with two UTC offsets were read in UTC and the forecast written in UTC: the
+    user's clock was dropped (issue 42, D11). It continues in the last date's offset."""
+    stamps = pd.date_range("2021-03-01", periods=900, freq="h", tz="Europe/Berlin")
+    wave = np.sin(np.arange(900) / 24 * 2 * np.pi)
+    pd.DataFrame({"a": wave}, index=pd.Index([t.isoformat() for t in stamps], name="date")
+                 ).to_csv(tmp_path / "dst.csv")
+    run = tmp_path / "run"
+    assert main(["train", "--csv", str(tmp_path / "dst.csv"), "--method", "public",
+                 "--seq-len", "96", "--out", str(run), "--quiet"]) == 0
+    out = tmp_path / "f.csv"
+    assert main(["forecast", str(run), "--csv", str(tmp_path / "dst.csv"), "--out",
+                 str(out)]) == 0
+    first = pd.read_csv(out)["date"].iloc[0]
+    assert first == "2021-04-07 13:00:00+02:00"  # the hour after the last row, 12:00+02:00

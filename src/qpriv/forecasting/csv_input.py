@@ -3,6 +3,7 @@ cell, with messages that name the column, the file line and the fix."""
 
 from __future__ import annotations
 
+import datetime
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -235,6 +236,10 @@ def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
             f"line {row + 2} (data row {row + 1}){hint}."
         )
     index = pd.DatetimeIndex(parsed)
+    if in_utc:
+        # instants compared in UTC, shown in the offset of the file's last date: forecasts,
+        # which continue from it, keep the user's clock instead of switching to UTC
+        index = index.tz_convert(datetime.timezone(pd.Timestamp(text.iloc[-1]).utcoffset()))
     steps = np.flatnonzero(np.diff(index.asi8) <= 0)
     if steps.size:  # windows are cut in file order: it must be time order
         row = int(steps[0]) + 1

@@ -489,3 +489,18 @@ def test_forecasts_keep_the_files_clock_across_a_daylight_saving_change(tmp_path
                  str(out)]) == 0
     first = pd.read_csv(out)["date"].iloc[0]
     assert first == "2021-04-07 13:00:00+02:00"  # the hour after the last row, 12:00+02:00
+
+
+def test_the_readme_says_what_result_json_keeps_of_the_training_file(tmp_path):
+    """The README said ``inference`` keeps the training file's sha256; for a user's file it
+    is null by design (the digest identifies the file, and no guarantee covers it): the
+    README now says so (issue 42)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "only `config.json`, which is not shared, keeps it" in " ".join(readme.split())
+    stamps = pd.date_range("2021-01-01", periods=400, freq="h", name="date")
+    pd.DataFrame({"a": np.sin(np.arange(400) / 3.8)}, index=stamps).to_csv(tmp_path / "u.csv")
+    assert main(["train", "--csv", str(tmp_path / "u.csv"), "--method", "public",
+                 "--seq-len", "48", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    result = json.loads((tmp_path / "run" / "result.json").read_text())
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert result["inference"]["source_sha256"] is None and config["source_sha256"]

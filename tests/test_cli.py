@@ -44,9 +44,24 @@ def test_methods_lists_every_method_with_its_claim(capsys):
 
     assert main(["methods"]) == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines()[2:] if not line.startswith(" ")]  # not wrapped
+    table = out.split("\n\nRecommended:")[0]
+    rows = [line for line in table.splitlines()[2:] if not line.startswith(" ")]  # not wrapped
     assert [line.split()[0] for line in rows] == list(METHODS)
     assert "global (eps, delta)-DP" in out and "local eps-QDP per pass" in out
+    # the recommended forecaster is marked, and named as train's default (issue 42)
+    assert "dp-linear (recommended)" in table
+    assert "Recommended: dp-linear, the default of 'qpriv train'" in out
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_train_without_a_method_fits_the_recommended_private_forecaster(capsys):
+    """``qpriv train`` defaulted to ldpt with 20 epochs; the recommended private forecaster
+    is the default, and its claim says so (issue 42)."""
+    assert main(["train", "--max-eval-windows", "64", "--json", "--quiet"]) == 0
+    result = _last_json(capsys)
+    assert result["method"] == "dp-linear"
+    assert result["eps"]["kind"] == "global (eps, delta)-DP" and result["eps"]["unit"] == "record"
+    assert any("recommended private forecaster" in note for note in result["eps"]["notes"])
 
 
 def _labelled(entry: dict) -> str:
@@ -101,8 +116,8 @@ def test_audit_channel_json(capsys):
          "error: --eps-total = 0 is outside the valid range (0, inf)"),
         (["calibrate", "--eps", "1000"], "--eps = 1000 is outside the valid range (0, 700]"),
         (["train", "--method", "classical", "--eps", "0.1"], "takes no --eps; leave it out"),
-        (["train", "--accounting", "rigorous", "--eps-total", "8", "--eps", "0.5"],
-         "takes --eps-total only"),
+        (["train", "--method", "ldpt", "--accounting", "rigorous", "--eps-total", "8",
+          "--eps", "0.5"], "takes --eps-total only"),
         (["train", "--data-dir", "/no/such/dir"], "'/no/such/dir' does not exist"),
         (["train", "--out", ""], "an empty path"),
         # a library range check names the flag of the command that ran, not the keyword

@@ -28,10 +28,11 @@ SMALL = {"seq_len": 48, "max_train_windows": 48, "max_eval_windows": 24, "progre
     ("kwargs", "match"),
     [({"horizon": 0}, "horizon"), ({"eps": 0.0}, "eps"),
      ({"method": "classical", "eps": 0.1}, "adds no noise and takes no eps"),
-     ({"accounting": "rigorous", "eps": 1.0, "eps_total": 3.0},
+     ({"method": "ldpt", "accounting": "rigorous", "eps": 1.0, "eps_total": 3.0},
       "accounting='rigorous' takes eps_total only"),
      ({"method": "dp-magic"}, "unknown method"), ({"epochs": 0}, "epochs"),
-     ({"threads": 0}, "threads"), ({"overrides": {"sigmaa": 1.0}}, "valid settings"),
+     ({"threads": 0}, "threads"),
+     ({"method": "ldpt", "overrides": {"sigmaa": 1.0}}, "valid settings"),
      ({"max_train_windows": 0}, "max_train_windows")],
 )
 def test_bad_input_fails_before_anything_is_written(tmp_path, kwargs, match):

@@ -20,7 +20,7 @@ from qpriv.cli.common import (
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.linear import DEFAULTS, SELECT_CHOICES
-from qpriv.forecasting.methods import DEFAULT_EPS
+from qpriv.forecasting.methods import DEFAULT_EPS, METHODS, RECOMMENDED
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
 from qpriv.privacy.claims import PrivacyClaim
@@ -36,10 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="channels to use, of --csv or the dataset (default: all)")
     tr.add_argument("--data-dir", type=existing_path, help="file or directory holding the dataset")
     tr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
-    tr.add_argument("--method", default="ldpt",
-                    help="classical, ldpt, ldpt-clean, dpsgd, dpsgd-tuned, dp-input, bottleneck, "
-                         "bottleneck-dp, ldpt-<ablation>, public, ridge, dp-linear; 'qpriv "
-                         "methods' lists them")
+    tr.add_argument("--method", default=RECOMMENDED,
+                    help=f"the forecaster (default: {RECOMMENDED}, the recommended private "
+                         f"one): {', '.join(METHODS)}; 'qpriv methods' says what each claims")
     tr.add_argument("--eps", type=float,
                     help="the method's budget: eps_s per pass (ldpt, dp-input, bottleneck*) or "
                          "the run's global eps at --unit (dpsgd*, dp-linear) (default: "

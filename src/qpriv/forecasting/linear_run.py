@@ -37,7 +37,7 @@ from qpriv.forecasting.linear import (
     public_forecaster,
 )
 from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
-from qpriv.forecasting.methods import LINEAR
+from qpriv.forecasting.methods import LINEAR, RECOMMENDED
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.seasonality import resolve_period
@@ -71,6 +71,9 @@ PUBLIC_NOTE = ("the public forecast reads no training data; its fixed form (a bl
                "training split, so on ETTh1 that choice read those rows and is not itself "
                "private")
 """What the public floor's result says of how its one design was chosen."""
+RECOMMENDED_NOTE = (f"{RECOMMENDED} is qpriv's recommended private forecaster, the default "
+                    "method of qpriv train")
+"""Named in the recommended method's claims."""
 
 
 def run_linear(
@@ -170,7 +173,9 @@ def run_linear(
         seconds = time.perf_counter() - tic
         # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
         source = source_notes(request["source_sha256"])
-        claims = tuple(replace(claim, notes=(*claim.notes, EVALUATION_NOTE, *source))
+        recommended = (RECOMMENDED_NOTE,) if method == RECOMMENDED else ()
+        claims = tuple(replace(claim, notes=(*claim.notes, EVALUATION_NOTE, *source,
+                                             *recommended))
                        for claim in claims)
         test, val = evaluate(model, data.test, by_channel=True), evaluate(model, data.val)
         # the kernel is equivariant to per-channel affine maps: the z-scored errors times the

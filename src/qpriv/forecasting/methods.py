@@ -159,6 +159,11 @@ def check_method_eps(name: str, eps: float | None) -> float | None:
                             "a finite number > 0, e.g. 1")
 
 
+RECOMMENDED = "dp-linear"
+"""The private forecaster to use: the default method of ``qpriv train`` and
+:func:`qpriv.forecasting.run.run_forecast`. Its guarantee covers the weights and every forecast
+at the record or window unit, it beats the public floor, and it fits in seconds; the papers'
+methods stay one ``--method`` away."""
 DEFAULT_EPS = 0.1
 """The per-pass budget eps_s of a run of a method that calibrates to one when none is given."""
 ACCOUNTINGS = ("paper", "rigorous")

@@ -32,6 +32,7 @@ from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
     LINEAR,
+    RECOMMENDED,
     MethodSetup,
     run_budget,
     setup_method,
@@ -103,7 +104,7 @@ def run_forecast(
     csv: str | Path | None = None,
     columns: Sequence[str] | None = None,
     horizon: int = 24,
-    method: str = "ldpt",
+    method: str = RECOMMENDED,
     eps: float | None = None,
     eps_total: float | None = None,
     epochs: int | None = None,

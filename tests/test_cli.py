@@ -531,3 +531,42 @@ def test_a_path_that_cannot_be_used_is_named_without_flags_the_command_lacks(cap
     err = capsys.readouterr().err
     assert err.startswith("qpriv: error: cannot use /read-only/report.html: Permission denied; ")
     assert "--csv" not in err and "--data-dir" not in err
+
+
+def _disk_full(*_args, **_kwargs):
+    raise OSError(28, "No space left on device")  # as write or fsync raise it: no file named
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_written(
+        capsys, tmp_path, monkeypatch):
+    """A full disk during ``train --out`` was exit 1 and a traceback (issue 42, D13)."""
+    from qpriv.runs import files
+
+    monkeypatch.setattr(files.os, "fsync", _disk_full)
+    out = tmp_path / "run"
+    assert main(["train", "--method", "public", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"qpriv: error: cannot use {out / 'config.json'}: No space left on "
+                          "device; free some space there, or write elsewhere")
+    assert len(err.splitlines()) == 1
+    assert not [p for p in out.rglob("*") if p.is_file()]  # no temporary twin left behind
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_a_report_that_cannot_be_written_still_prints_the_finished_run(capsys, tmp_path,
+                                                                      monkeypatch):
+    """The result was written but its summary and claims never printed (issue 42, D13)."""
+    from qpriv.cli import train
+
+    def full(run_dir, **_kwargs):
+        raise OSError(28, "No space left on device", str(run_dir) + "/report.html")
+
+    monkeypatch.setattr(train, "write_report_html", full)
+    out = tmp_path / "run"
+    assert main(["train", "--method", "dp-linear", "--eps", "1", "--out", str(out),
+                 "--quiet"]) == 2
+    printed, err = capsys.readouterr()
+    assert "test MSE" in printed and "global (eps, delta)-DP" in printed
+    assert (out / "result.json").is_file()
+    assert err.startswith(f"qpriv: error: cannot use {out}/report.html: No space left")

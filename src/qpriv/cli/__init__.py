@@ -15,6 +15,7 @@ One module per command, each with its parser beside its handler: :mod:`~qpriv.cl
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.metadata
 import os
 import sys
@@ -77,7 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:  # a path the user gave that cannot be read or made (--out a/b
         if err.filename is None:  # with a a file, an unwritable place): one line, not a trace
             raise
-        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; check that path (a "
-              "file read must exist and be readable, a folder written to writable)",
+        fix = ("free some space there, or write elsewhere; nothing was left half-written"
+               if err.errno in (errno.ENOSPC, errno.EDQUOT) else
+               "check that path (a file read must exist and be readable, a folder written to "
+               "writable)")
+        print(f"qpriv: error: cannot use {err.filename}: {err.strerror}; {fix}",
               file=sys.stderr)
         return 2

@@ -124,14 +124,22 @@ def run(args: argparse.Namespace) -> int:
         unit=args.unit, clip_range=args.clip_range, scaler=args.scaler, select=args.select,
         period=args.period, keep_checkpoints=args.keep_checkpoints,
     )
-    report = None if args.out is None else write_report_html(args.out, data_dir=args.data_dir)
+    failed: OSError | None = None
+    try:
+        report = None if args.out is None else write_report_html(args.out,
+                                                                 data_dir=args.data_dir)
+    except OSError as err:  # the run is written: say what it is before the report's one line
+        report, failed = None, err
     if args.json:
         emit_json(result if report is None else {**result, "report": str(report)})
-        return 0
-    _print_result(ForecastResult.from_json(result))
-    if args.out:
-        print(f"  written to {args.out}")
-        print(f"report: {report}")
+    else:
+        _print_result(ForecastResult.from_json(result))
+        if args.out:
+            print(f"  written to {args.out}")
+            if report is not None:
+                print(f"report: {report}")
+    if failed is not None:
+        raise failed  # main prints it as one line, exit 2
     return 0
 
 

@@ -44,9 +44,12 @@ def _atomic_write(path: str | Path, write: Callable[[IO[bytes]], None]) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(err, OSError) and err.filename is None and err.errno is not None:
+            # a full disk fails inside write or fsync, with no file named: name the target
+            raise type(err)(err.errno, err.strerror, str(path)) from err
         raise
     return path
 

@@ -228,3 +228,33 @@ def test_a_run_from_a_relative_csv_path_is_found_from_another_folder(tmp_path, m
     monkeypatch.chdir(tmp_path / "b")
     run = load_run("../a/run")
     assert run.data().source == (tmp_path / "good.csv").resolve()
+
+
+def test_a_released_linear_model_forecasts_and_reports_without_its_settings(tmp_path):
+    """Every claim advises sharing the weights and result.json, not config.json; such a
+    folder was refused as "not a qpriv run: it has no config.json" (issue 42, D1)."""
+    days = pd.date_range("2020-01-01", periods=600, freq="D", name="date")
+    wave = np.sin(2 * np.pi * np.arange(600) / 7) + np.random.default_rng(1).normal(0, 0.1, 600)
+    data = tmp_path / "mine.csv"
+    pd.DataFrame({"a": wave, "b": np.cos(wave)}, index=days).to_csv(data)
+    run = tmp_path / "run"
+    assert main(["train", "--csv", str(data), "--eps", "1", "--seq-len", "96", "--horizon",
+                 "7", "--out", str(run), "--quiet"]) == 0
+    released = tmp_path / "released"
+    released.mkdir()
+    for name in ("result.json", "linear.npz"):
+        shutil.copy(run / name, released / name)
+    whole, bare = tmp_path / "whole.csv", tmp_path / "bare.csv"
+    assert main(["forecast", str(run), "--csv", str(data), "--out", str(whole)]) == 0
+    assert main(["forecast", str(released), "--csv", str(data), "--out", str(bare)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(whole), pd.read_csv(bare))
+    # nothing identifies the training file: whether the data is new is unknown, not "new"
+    assert json.loads((tmp_path / "bare.csv.claims.json").read_text())["new_data"] is None
+    assert main(["report", str(released)]) == 0
+    assert "a released model, which records no training file" in (
+        released / "report.html").read_text()
+    assert main(["report", str(released), "--data-dir", str(data)]) == 0
+    assert "Forecasts not drawn" not in (released / "report.html").read_text()
+    (released / "linear.npz").unlink()
+    with pytest.raises(InvalidInputError, match=r"it has no config\.json.*released linear model"):
+        load_run(released)

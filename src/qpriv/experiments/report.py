@@ -108,7 +108,9 @@ class Contents:
 
 
 def _is_run(path: Path) -> bool:
-    return (path / CONFIG_FILE).is_file() and (path / RESULT_FILE).is_file()
+    """A run folder, or a released linear model (its result and kernel, no settings)."""
+    return (path / RESULT_FILE).is_file() and (
+        (path / CONFIG_FILE).is_file() or (path / LINEAR_MODEL_FILE).is_file())
 
 
 def _is_classifier_run(path: Path) -> bool:
@@ -384,7 +386,9 @@ def _source_name(source: Any) -> str | None:
 def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | None,
                          windows: int = FORECAST_WINDOWS) -> Section:
     """Settings, scores, claims, learning curves and forecasts of one forecasting run."""
-    request = read_json_object(run_dir / CONFIG_FILE, fix=_FIX)
+    # a released linear model has no settings file: its result says what the report shows
+    request = (read_json_object(run_dir / CONFIG_FILE, fix=_FIX)
+               if (run_dir / CONFIG_FILE).is_file() else {})
     raw = read_json_object(run_dir / RESULT_FILE, fix=_FIX)
     try:
         result = ForecastResult.from_json(raw)

@@ -225,6 +225,27 @@ def _is_linear(request: dict) -> bool:
     return isinstance(request.get("model"), dict) and request["model"].get("family") == LINEAR
 
 
+def _released_request(path: Path) -> dict | None:
+    """The settings of a released linear model (``result.json`` and ``linear.npz``, shared
+    without ``config.json``, as every claim's notes advise), rebuilt from its result: what a
+    forecast needs (method, shapes, channels, the fitted design). The training file's path and
+    digest are not in it, so a forecast is given its data and a report its test data
+    (``--data-dir``). None where the folder is not one."""
+    if not ((path / RESULT_FILE).is_file() and (path / LINEAR_MODEL_FILE).is_file()):
+        return None
+    result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
+    inference = result.get("inference") if isinstance(result.get("inference"), dict) else {}
+    model = result.get("model")
+    if not (isinstance(model, dict) and model.get("family") == LINEAR and inference):
+        return None
+    return {**ADDED_REQUEST_KEYS, "method": result["method"],
+            "dataset": result.get("dataset", ""), "source": "", "source_sha256": None,
+            "channels": inference.get("channels"), "seq_len": result.get("seq_len"),
+            "horizon": result.get("horizon"), "seed": result.get("seed"), "model": model,
+            "eps": (result.get("eps") or {}).get("value"), "unit": result.get("unit"),
+            "max_train_windows": None, "max_eval_windows": None, "released": True}
+
+
 def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
     """The run directory and its config.json, as read and as parsed (every field's type
     checked), once it is known to hold a finished run."""
@@ -234,10 +255,13 @@ def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
     if not path.is_dir():
         raise InvalidInputError(f"run directory {path} is not a directory")
     if not (path / CONFIG_FILE).is_file():
-        raise InvalidInputError(
-            f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given to "
-            "`qpriv train --out DIR`"
-        )
+        released = _released_request(path)
+        if released is None:
+            raise InvalidInputError(
+                f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given "
+                "to `qpriv train --out DIR` (or, for a released linear model, a folder with "
+                f"its {RESULT_FILE} and {LINEAR_MODEL_FILE})")
+        return path, released, ForecastRequest.from_json(released)
     request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
     try:
         parsed = ForecastRequest.from_json(request)  # every field's type, before any is used
@@ -409,7 +433,12 @@ def _load_data(request: ForecastRequest, result: ForecastResult, *, run_dir: Pat
             csv = source
             if data_dir is not None:
                 csv = data_dir / source.name if data_dir.is_dir() else data_dir
-            if not csv.is_file():
+            if not str(request.source):  # a released model: its file was never recorded
+                if data_dir is None:
+                    raise InvalidInputError(
+                        "it is a released model, which records no training file; pass its data "
+                        "file with data_dir= / --data-dir")
+            elif not csv.is_file():
                 raise InvalidInputError(
                     f"its CSV {csv} cannot be found; pass the file (or the directory holding "
                     f"{source.name}) with data_dir= / --data-dir"

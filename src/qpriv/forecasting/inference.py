@@ -492,7 +492,8 @@ class ForecastingRun(ABC):
             frame=frame, channels=record.channels, run_dir=self.run_dir, method=self.method,
             privacy=self.result.privacy, source=series.source, source_sha256=series.sha256,
             training_sha256=trained_on,
-            new_data=None if series.sha256 is None else series.sha256 != trained_on,
+            new_data=(None if series.sha256 is None or trained_on is None
+                      else series.sha256 != trained_on),
             window_end=last, seq_len=seq_len, freq=record.freq, passes=used_passes,
             noisy=self.noisy, seed=int(seed) if self.noisy else None, claims=self.claims)
 

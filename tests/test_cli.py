@@ -571,3 +571,13 @@ def test_a_report_that_cannot_be_written_still_prints_the_finished_run(capsys, t
     assert "test MSE" in printed and "global (eps, delta)-DP" in printed
     assert (out / "result.json").is_file()
     assert err.startswith(f"qpriv: error: cannot use {out}/report.html: No space left")
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_train_prints_lines_of_at_most_100_characters(capsys):
+    """Seven notes of up to 396 characters were printed on single lines (issue 42)."""
+    assert main(["train", "--eps", "1", "--max-eval-windows", "64", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].startswith("dp-linear on ETTh1, H = 24: test MSE ")
+    assert sum(line.startswith("  note: ") for line in lines) >= 5

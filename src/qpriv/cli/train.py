@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from qpriv.cli.common import (
     add_command,
@@ -143,6 +144,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+WIDTH = 100
+"""The printed summary's line width."""
+
+
+def _at_commas(text: str) -> str:
+    """``text`` broken after its commas into lines of at most :data:`WIDTH` (a number stays
+    beside its unit), the later ones indented."""
+    lines, line = [], ""
+    for part in text.split(", "):
+        joined = f"{line}, {part}" if line else part
+        if len(joined) + 1 > WIDTH and line.strip():
+            lines.append(line + ",")
+            line = "  " + part
+        else:
+            line = joined
+    return "\n".join([*lines, line])
+
+
 def _print_result(result: ForecastResult) -> None:
     """The run's scores, its privacy claims and the notes on what they leave out."""
     if result.mse is None:
@@ -154,8 +173,8 @@ def _print_result(result: ForecastResult) -> None:
         scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), best val loss "
                   f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}, "
                   f"{result.seconds_per_epoch:.1f} s/epoch")
-    print(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
-          f"{result.params_total:,} parameters")
+    print(_at_commas(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
+                     f"{result.params_total:,} parameters"))
     if result.original_units:
         mse, mae = result.original_units["mse"], result.original_units["mae"]
         print("  test MSE and MAE per channel, in the data's own units:")
@@ -179,5 +198,6 @@ def _print_result(result: ForecastResult) -> None:
                   f"({claim.kind}, accounting={claim.accounting})")
     if result.rigorous.get("covers"):
         print(f"  rigorous eps hold for {result.rigorous['covers']}")
-    for note in result.privacy_notes:
-        print(f"  note: {note}")
+    for note in result.privacy_notes:  # some run to 400 characters: wrapped, not one line
+        print(textwrap.fill(note, width=WIDTH, initial_indent="  note: ",
+                            subsequent_indent="        "))

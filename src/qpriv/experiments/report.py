@@ -418,8 +418,11 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
     scores = [("test MSE (z-scored)", none if result.mse is None else result.mse),
               ("test MAE (z-scored)", result.mae)]
     if raw.get("mse_mean") is not None:
+        spread = raw.get("mse_std")
+        if spread is not None and spread <= 1e-12 * abs(raw["mse_mean"]):
+            spread = "0 (no noise at inference: every pass is the same)"  # not 6.8e-17
         scores += [(f"test MSE, mean of {raw.get('passes')} passes", raw["mse_mean"]),
-                   ("test MSE, sd over passes", raw.get("mse_std")),
+                   ("test MSE, sd over passes", spread),
                    (f"test MAE, mean of {raw.get('passes')} passes", raw.get("mae_mean"))]
     scores += [("validation MSE (best epoch)", result.val_loss),
                ("best epoch", result.best_epoch or None),

@@ -312,10 +312,11 @@ def _missing_columns(tmp_path: Path) -> Path:
     (lambda d, c, t: [str(t / "nowhere"), "--csv", str(c)], "nowhere does not exist"),
     (lambda d, c, t: [str(d), "--csv", str(_missing_columns(t))],
      re.escape("lacks the run's channels ['JPY', 'gold.oz']")),
-    # the run's channels are fixed: a gap is to be filled, not its column left out
+    # the run's channels are fixed: a gap inside the look-back is to be filled (one outside
+    # it is read past: test_a_gap_outside_the_look_back_does_not_block_a_forecast)
     (lambda d, c, t: [str(d), "--csv", str(_a_gap(t))],
-     r"column 'JPY' of .*gap.csv has an empty cell at line 202 .*; every channel the run "
-     r"forecasts needs a finite number in every row: fill or interpolate the gaps\.$"),
+     r"column 'JPY' of .*gap.csv has a missing value at .*, inside the 168 rows this forecast "
+     r"reads \(ending .*\); fill or interpolate it, or forecast from an earlier point"),
     (lambda d, c, t: [str(d), "--csv", str(_hourly(t))],
      "frequency of .*hourly.csv is 'h' but the run was trained on 'D' data"),
     (lambda d, c, t: [str(d), "--csv", str(c), "--at", "1999-01-01"],
@@ -504,3 +505,18 @@ def test_the_readme_says_what_result_json_keeps_of_the_training_file(tmp_path):
     result = json.loads((tmp_path / "run" / "result.json").read_text())
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert result["inference"]["source_sha256"] is None and config["source_sha256"]
+
+
+def test_a_gap_outside_the_look_back_does_not_block_a_forecast(runs, tmp_path):
+    """A NaN anywhere in the file blocked every forecast, even one whose look-back does not
+    reach it (issue 42)."""
+    path = tmp_path / "early-gap.csv"
+    frame = exchange_frame(rows=300)
+    frame.loc[20, "JPY"] = np.nan  # the last look-back holds rows 132-299
+    frame.to_csv(path, index=False)
+    run = load_run(runs("classical"))
+    forecast = run.forecast(path)
+    assert np.isfinite(forecast.to_numpy()).all()
+    # and the same file, forecast from a point whose look-back holds the gap, is refused
+    with pytest.raises(InvalidInputError, match=r"missing value at .*inside the 168 rows"):
+        run.forecast(path, at=str(pd.Timestamp(frame["date"].iloc[180])))

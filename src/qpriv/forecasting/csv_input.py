@@ -17,7 +17,7 @@ __all__ = ["check_evenly_spaced", "csv_header", "load_frame", "series_frequency"
 
 
 def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
-               selectable: bool = True) -> pd.DataFrame:
+               selectable: bool = True, allow_missing: bool = False) -> pd.DataFrame:
     """Read a CSV with a ``date`` column and numeric channels into a checked DataFrame.
 
     The date column is found by name, case-insensitively, and becomes the (parsed) index; the
@@ -25,6 +25,8 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
     in that order (a single string means one column). Only the selected channels must be
     numeric. ``selectable`` False: the caller's ``columns`` are fixed (a trained run's
     channels), so a bad cell's message does not offer to leave its column out.
+    ``allow_missing``: an empty or NA cell is read as NaN, for a caller that checks only the
+    rows it uses (a forecast reads its look-back alone); text and infinities are still refused.
 
     Raises:
         InvalidInputError: missing or unreadable file; no date column; an unknown, repeated
@@ -78,7 +80,8 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
             "(in practice seq_len + horizon rows in each split)."
         )
 
-    values = {col: _numeric_column(path, raw, col, selectable=selectable) for col in channels}
+    values = {col: _numeric_column(path, raw, col, selectable=selectable,
+                                   allow_missing=allow_missing) for col in channels}
     dates = _parse_dates(path, raw[date_col])
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
     return frame
@@ -150,17 +153,27 @@ def _select_channels(
     return selected
 
 
-def _numeric_column(path: Path, raw: pd.DataFrame, col: str, *, selectable: bool) -> np.ndarray:
+_MISSING = {"", "nan", "na", "n/a", "null", "none"}
+"""How a CSV cell says it has no value."""
+
+
+def _numeric_column(path: Path, raw: pd.DataFrame, col: str, *, selectable: bool,
+                    allow_missing: bool = False) -> np.ndarray:
     text = raw[col].astype(str).str.strip()
-    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, copy=True)
+    bad = ~np.isfinite(values)
+    if allow_missing:
+        gap = bad & text.str.lower().isin(_MISSING).to_numpy()
+        values[gap] = np.nan
+        bad &= ~gap
+    bad = np.flatnonzero(bad)
     if bad.size == 0:
         return values
     row = int(bad[0])
     cell = text.iloc[row]
     if cell == "":
         problem = "an empty cell"
-    elif np.isnan(values[row]) and cell.lower() in {"nan", "na", "n/a", "null", "none"}:
+    elif np.isnan(values[row]) and cell.lower() in _MISSING:
         problem = f"a missing value ({cell!r})"
     elif np.isnan(values[row]):
         problem = f"a non-numeric cell {cell!r}"

@@ -472,6 +472,14 @@ class ForecastingRun(ABC):
         seq_len = self.request.seq_len
         end = _window_end(series.index, at=at, seq_len=seq_len, source=series.source)
         window = series.values[end - seq_len + 1:end + 1]
+        gaps = np.argwhere(~np.isfinite(window))
+        if gaps.size:
+            row, col = gaps[0]
+            raise InvalidInputError(
+                f"column {record.channels[col]!r} of {series.source} has a missing value at "
+                f"{series.index[end - seq_len + 1 + row]}, inside the {seq_len} rows this "
+                f"forecast reads (ending {series.index[end]}); fill or interpolate it, or "
+                "forecast from an earlier point (--at)")
         used_passes = (self.default_passes if passes is None else passes) if self.noisy else 1
         if seed is None:
             # a run with a secret seed recorded none: its forecasts draw from seed 0's stream
@@ -520,7 +528,8 @@ def _read_series(data: pd.DataFrame | str | Path, channels: Sequence[str]) -> _S
         raise InvalidInputError(
             f"{path} lacks the run's channels {missing} (the run forecasts {list(channels)}; "
             f"the file has {header}); give a CSV with those columns")
-    frame = load_frame(path, columns=list(channels), selectable=False)
+    # gaps outside the look-back do not matter: the forecast checks the rows it reads
+    frame = load_frame(path, columns=list(channels), selectable=False, allow_missing=True)
     return _Series(values=frame.to_numpy(dtype=np.float64), index=pd.DatetimeIndex(frame.index),
                    source=str(path), sha256=file_sha256(path))
 
@@ -551,12 +560,12 @@ def _series_of_frame(frame: pd.DataFrame, channels: Sequence[str]) -> _Series:
             raise InvalidInputError(f"column {column!r} of the DataFrame is {dtype}, not "
                                     "numbers; convert it to float")
     values = frame[list(channels)].to_numpy(dtype=np.float64)
-    bad = np.argwhere(~np.isfinite(values))
+    bad = np.argwhere(np.isinf(values))  # a NaN (a gap) matters only inside the look-back
     if bad.size:
         row, col = bad[0]
         raise InvalidInputError(
-            f"column {channels[col]!r} of the DataFrame has a missing or infinite value at "
-            f"{index[row]}; fill or interpolate the gaps first")
+            f"column {channels[col]!r} of the DataFrame has an infinite value at "
+            f"{index[row]}; give finite numbers")
     if len(index) > 1 and not (np.diff(index.asi8) > 0).all():
         raise InvalidInputError("the DataFrame's timestamps are not strictly increasing; sort "
                                 "it by time and keep one row per timestamp")

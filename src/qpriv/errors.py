@@ -69,6 +69,17 @@ def require_in_range(
     return value
 
 
+def require_budget(name: str, value: float, *, cap: float, above: str) -> float:
+    """Return the privacy budget ``value`` if it lies in (0, ``cap``]; a value <= 0 and one
+    above the cap each get their own advice (``above`` says what to do instead of a budget
+    that promises nothing)."""
+    value = require_in_range(name, value, low=0.0,
+                             hint="a privacy budget must be > 0 (smaller is more private; 1 "
+                                  "is a common choice)")
+    return require_in_range(name, value, low=0.0, high=cap,
+                            hint=f"above {cap:g} a budget promises nothing {above}")
+
+
 def _integer(value: object, bad: InvalidInputError) -> int:
     """``value`` as int if it is an integer (bool excluded), else raise ``bad``."""
     if isinstance(value, bool):

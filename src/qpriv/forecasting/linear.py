@@ -43,6 +43,7 @@ import torch
 
 from qpriv.errors import (
     InvalidInputError,
+    require_budget,
     require_in_range,
     require_positive_int,
     require_seed,
@@ -151,13 +152,9 @@ def protected_units(data: ForecastData, unit: str) -> int:
 def check_dp_linear_eps(eps: float) -> float:
     """Return dp-linear's budget ``eps`` if it is a finite number in
     (0, :data:`MAX_DP_LINEAR_EPS`], else raise :class:`~qpriv.errors.ArgumentError`."""
-    eps = require_in_range("eps", eps, low=0.0,
-                           hint="a privacy budget must be > 0 (smaller is more private; 1 is "
-                                "a common choice)")
-    return require_in_range(
-        "eps", eps, low=0.0, high=MAX_DP_LINEAR_EPS,
-        hint=f"above {MAX_DP_LINEAR_EPS:g} a budget promises nothing (and the noise "
-             "calibration breaks down): fit the non-private ridge (method ridge) instead")
+    return require_budget("eps", eps, cap=MAX_DP_LINEAR_EPS,
+                          above="(and the noise calibration breaks down): fit the "
+                                "non-private ridge (method ridge) instead")
 
 
 # --------------------------------------------------------------------------------------------

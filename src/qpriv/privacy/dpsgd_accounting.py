@@ -23,7 +23,12 @@ from __future__ import annotations
 import functools
 import warnings
 
-from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.errors import (
+    InvalidInputError,
+    require_budget,
+    require_in_range,
+    require_positive_int,
+)
 
 ACCOUNTANTS = {
     "rdp": "opacus.accountants.RDPAccountant (orders 1.1 .. 1024)",
@@ -87,13 +92,9 @@ def check_dpsgd_eps(eps: float) -> float:
     Raises:
         InvalidInputError: ``eps`` outside that range, with the fix.
     """
-    eps = require_in_range("eps", eps, low=0.0,
-                           hint="a privacy budget must be > 0 (smaller is more private; 1 is "
-                                "a common choice)")
-    return require_in_range("eps", eps, low=0.0, high=MAX_DPSGD_EPS,
-                            hint=f"above {MAX_DPSGD_EPS:g} a budget promises nothing (and "
-                                 "Opacus's search for sigma does not end): train without "
-                                 "--eps instead")
+    return require_budget("eps", eps, cap=MAX_DPSGD_EPS,
+                          above="(and Opacus's search for sigma does not end): train "
+                                "without --eps instead")
 
 
 def noise_multiplier_for(

@@ -34,8 +34,8 @@ from qpriv.privacy.ssp import (
     window_sensitivities,
 )
 
-SPEC = LinearSpec(period=4, recent=(1, 2, 4, 8), public_days=2, output_blocks=2)
-FIXED = {"spec": SPEC, "select": "fixed"}  # the toy design, not the selected one
+TOY_DESIGN = LinearSpec(period=4, recent=(1, 2, 4, 8), public_days=2, output_blocks=2)
+FIXED = {"spec": TOY_DESIGN, "select": "fixed"}  # the toy design, not the selected one
 L, H, R = 16, 4, 2.0
 
 
@@ -59,7 +59,7 @@ def synthetic(tmp_path):
 
 
 def record_ratios(values: np.ndarray, t: int, new: float) -> tuple[float, float]:
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     window_map, target_map = record_maps(m, public, v)
     d_a, d_b = record_sensitivities(window_map, target_map, bound=R)
     other = values.copy()
@@ -94,7 +94,7 @@ def test_record_sensitivity_bounds_the_forecasters_statistics():
 
 
 def test_window_sensitivity_bounds_one_windows_rows():
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     c_x, c_y = 2.0, 2.0
     d_a, d_b = window_sensitivities(rows_per_unit=3, feature_clip=c_x, target_clip=c_y)
     one = np.zeros((L + H, 3))  # one window, all channels alike: a jump at the end
@@ -121,14 +121,14 @@ def test_public_forecast_reads_no_training_data(tmp_path):
     for name, values in (("a.csv", base), ("b.csv", changed)):
         write_csv(tmp_path / name, values)
         data = load_forecasting_data(csv=tmp_path / name, seq_len=L, horizon=H)
-        model = public_forecaster(seq_len=L, horizon=H, spec=SPEC)
+        model = public_forecaster(seq_len=L, horizon=H, spec=TOY_DESIGN)
         x, _ = data.test.windows(np.arange(len(data.test)))
         forecasts.append(data.scaler.inverse_transform(model.predict(x.double().numpy())))
     np.testing.assert_allclose(forecasts[0], forecasts[1], rtol=1e-5, atol=1e-4)
 
 
 def test_public_kernel_rows_sum_to_one_and_features_ignore_level():
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     np.testing.assert_allclose(public.sum(axis=1), 1.0)
     np.testing.assert_allclose(m @ np.ones(L), 0.0, atol=1e-12)
     # block-mean targets: V^T r is each block's mean residual, and U = V (V^T V)^-1 the
@@ -175,8 +175,9 @@ def test_record_unit_spends_a_share_on_the_private_scaler(synthetic):
 
 
 def test_ridge_beats_noise_free_public_on_a_learnable_series(synthetic):
-    ridge = evaluate(fit_ridge(synthetic, spec=SPEC), synthetic.test)["mse"]
-    public = evaluate(public_forecaster(seq_len=L, horizon=H, spec=SPEC), synthetic.test)["mse"]
+    ridge = evaluate(fit_ridge(synthetic, spec=TOY_DESIGN), synthetic.test)["mse"]
+    public = evaluate(public_forecaster(seq_len=L, horizon=H, spec=TOY_DESIGN),
+                      synthetic.test)["mse"]
     assert ridge <= public
 
 
@@ -226,7 +227,7 @@ def test_a_delta_of_one_over_n_or_more_is_refused(synthetic, unit):
 
 
 def projected_ratios(values: np.ndarray, t: int, new: float, c: float) -> tuple[float, float]:
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     window_map, target_map = record_maps(m, public, v)
     d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=R,
                                               feature_clip=c, target_clip=c)
@@ -287,7 +288,7 @@ def test_the_fits_record_sensitivities_follow_the_maps_its_statistics_apply(synt
     really apply: a map assembled differently (the public forecast or the centring left out)
     changes T(M) or T(Q) by a factor of 1.2-2 and fails here, where the loose worst-case
     search above (ratios 0.2-0.4 of the bound) would not."""
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     m_norm, q_norm = probed_column_norms(m, public, v)
     window_map, target_map = record_maps(m, public, v)
     np.testing.assert_allclose(np.linalg.norm(window_map, axis=0), m_norm, atol=1e-9)
@@ -309,7 +310,7 @@ def test_the_fits_window_sensitivity_counts_every_channel_of_the_window(tmp_path
     data = load_forecasting_data(csv=tmp_path / "five.csv", seq_len=L, horizon=H)
     _, (claim,) = fit_dp_linear(data, eps=1.0, unit="window", seed=0, **FIXED)
     details = claim.details
-    m, public, v = linear_maps(SPEC, seq_len=L, horizon=H)
+    m, public, v = linear_maps(TOY_DESIGN, seq_len=L, horizon=H)
     one = np.zeros((L + H, 5))  # one window, all channels alike: a jump at the end
     one[L - 8:L] = 1.0
     one[L:] = 50.0

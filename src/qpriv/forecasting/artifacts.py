@@ -243,7 +243,7 @@ def _released_request(path: Path) -> dict | None:
             "channels": inference.get("channels"), "seq_len": result.get("seq_len"),
             "horizon": result.get("horizon"), "seed": result.get("seed"), "model": model,
             "eps": (result.get("eps") or {}).get("value"), "unit": result.get("unit"),
-            "max_train_windows": None, "max_eval_windows": None, "released": True}
+            "max_train_windows": None, "max_eval_windows": None}
 
 
 def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:

@@ -43,14 +43,15 @@ from qpriv.training.trainer import DIVERGENCE_NOTE, HISTORY_NOTE, TrainConfig, T
 #: Chosen on ETTh1's validation split at eps 1 (learning rates 0.003-0.1, clip 0.3-5, batch
 #: 256-512, epochs 5-20; best validation epoch kept); the test split was not used.
 DEFAULTS: dict[str, Any] = {"lr": 0.03, "clip": 5.0, "batch_size": 512, "epochs": 10}
-DPSGD_LINEAR_SPEC = LinearSpec(output_scale="orthonormal")
+DPSGD_LINEAR_DESIGN = LinearSpec(output_scale="orthonormal")
 """The design its defaults were chosen with: two orthonormal output blocks (H = 24)."""
 
 
 class TrainableLinear(nn.Module):
     """``y_hat[:, :, c] = P_pub x_c + V W^T M x_c`` with W (d x k) a parameter, zero at first."""
 
-    def __init__(self, *, seq_len: int, horizon: int, spec: LinearSpec = DPSGD_LINEAR_SPEC) -> None:
+    def __init__(self, *, seq_len: int, horizon: int,
+                 spec: LinearSpec = DPSGD_LINEAR_DESIGN) -> None:
         super().__init__()
         features, public, outputs = linear_maps(spec, seq_len=seq_len, horizon=horizon)
         self.spec = spec
@@ -84,7 +85,7 @@ def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
 
 
 def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
-                     seed: int | None = 2024, spec: LinearSpec = DPSGD_LINEAR_SPEC,
+                     seed: int | None = 2024, spec: LinearSpec = DPSGD_LINEAR_DESIGN,
                      progress: bool = False) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window (module
     docstring) on ``spec``'s maps; return the model with the best validation MSE and its

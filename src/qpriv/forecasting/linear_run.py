@@ -26,7 +26,6 @@ from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     SELECT_CHOICES,
-    LinearSpec,
     check_dp_linear_eps,
     default_spec,
     evaluate,
@@ -36,7 +35,11 @@ from qpriv.forecasting.linear import (
     protected_units,
     public_forecaster,
 )
-from qpriv.forecasting.linear_dpsgd import dpsgd_linear_schedule, fit_dpsgd_linear
+from qpriv.forecasting.linear_dpsgd import (
+    DPSGD_LINEAR_DESIGN,
+    dpsgd_linear_schedule,
+    fit_dpsgd_linear,
+)
 from qpriv.forecasting.methods import LINEAR, RECOMMENDED
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
@@ -134,8 +137,8 @@ def run_linear(
         # a look-back too short for the features is refused; after the data, which refuses
         # one longer than the series before its L x L maps are built
         period = resolve_period(data.dates, period)
-        spec = LinearSpec(period=period, output_scale="orthonormal") \
-            if method == "dpsgd-linear" else default_spec(data, period=period)
+        spec = replace(DPSGD_LINEAR_DESIGN, period=period) if method == "dpsgd-linear" \
+            else default_spec(data, period=period)
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
         if private:  # a delta of 1/n or more promises nothing: refused before any file
             require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"

@@ -489,6 +489,28 @@ def test_help_shows_the_library_defaults(capsys):
     assert "(default: 0.1); methods without noise take none" in text
 
 
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["--bogus"], ["no-such-command"],
+                                  ["train", "--bogus"], ["forecast", "--bogus"],
+                                  ["methods", "--bogus"], ["calibrate", "--bogus"],
+                                  ["attack", "mia", "--bogus"]])
+def test_argument_errors_and_version_import_no_numerical_library(argv):
+    """`qpriv --version` took 3.5 s and every argument error as long: the command line imported
+    torch, QuTiP, SciPy and Ray before parsing (issue 42, item 6; benchmarks/startup.py times
+    it). A fresh process, since this one has them all loaded already."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "qutip", "scipy", "ray", "matplotlib", "opacus", "dp_accounting",
+             "pandas", "sklearn")
+    code = ("import sys\nfrom qpriv.cli import main\ntry:\n    code = main(sys.argv[1:])\n"
+            "except SystemExit as stop:\n    code = stop.code\n"
+            f"print(sorted(name for name in {heavy!r} if name in sys.modules), code)")
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          check=True)
+    loaded, code = done.stdout.strip().splitlines()[-1].rsplit(" ", 1)
+    assert loaded == "[]" and int(code) in (0, 2)
+
+
 def test_version_prints_the_installed_version(capsys):
     import importlib.metadata
 
@@ -558,12 +580,10 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_nothing_half_written
 def test_a_report_that_cannot_be_written_still_prints_the_finished_run(capsys, tmp_path,
                                                                       monkeypatch):
     """The result was written but its summary and claims never printed (issue 42, D13)."""
-    from qpriv.cli import train
-
     def full(run_dir, **_kwargs):
         raise OSError(28, "No space left on device", str(run_dir) + "/report.html")
 
-    monkeypatch.setattr(train, "write_report_html", full)
+    monkeypatch.setattr("qpriv.experiments.report.write_report_html", full)
     out = tmp_path / "run"
     assert main(["train", "--method", "dp-linear", "--eps", "1", "--out", str(out),
                  "--quiet"]) == 2

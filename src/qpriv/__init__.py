@@ -43,18 +43,60 @@ Example:
 local eps-QDP per pass
 """
 
-from qpriv.classification.run import train_classifier
-from qpriv.classification.tuning import tune_learning_rate
-from qpriv.errors import ArgumentError, InvalidInputError, QprivError
-from qpriv.forecasting.artifacts import load_run
-from qpriv.forecasting.inference import Forecast, ForecastingRun
-from qpriv.forecasting.methods import METHODS
-from qpriv.forecasting.run import run_forecast as train_forecaster
-from qpriv.privacy.accounting import account
-from qpriv.privacy.calibration import calibrate
-from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Each public name, and the module that defines it. They are imported on first use (PEP 562
+# module __getattr__), not here: `import qpriv` and the qpriv console script then start without
+# torch, QuTiP, SciPy and dp-accounting (about 3 s), which only the commands that compute need
+# (benchmarks/startup.py). No library does this more simply than the language itself.
+_ORIGINS = {
+    "train_classifier": ("qpriv.classification.run", "train_classifier"),
+    "tune_learning_rate": ("qpriv.classification.tuning", "tune_learning_rate"),
+    "ArgumentError": ("qpriv.errors", "ArgumentError"),
+    "InvalidInputError": ("qpriv.errors", "InvalidInputError"),
+    "QprivError": ("qpriv.errors", "QprivError"),
+    "load_run": ("qpriv.forecasting.artifacts", "load_run"),
+    "Forecast": ("qpriv.forecasting.inference", "Forecast"),
+    "ForecastingRun": ("qpriv.forecasting.inference", "ForecastingRun"),
+    "METHODS": ("qpriv.forecasting.methods", "METHODS"),
+    "train_forecaster": ("qpriv.forecasting.run", "run_forecast"),
+    "account": ("qpriv.privacy.accounting", "account"),
+    "calibrate": ("qpriv.privacy.calibration", "calibrate"),
+    "Accounting": ("qpriv.privacy.claims", "Accounting"),
+    "Kind": ("qpriv.privacy.claims", "Kind"),
+    "PrivacyClaim": ("qpriv.privacy.claims", "PrivacyClaim"),
+    "Unit": ("qpriv.privacy.claims", "Unit"),
+}
+
+if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
+    from qpriv.classification.run import train_classifier
+    from qpriv.classification.tuning import tune_learning_rate
+    from qpriv.errors import ArgumentError, InvalidInputError, QprivError
+    from qpriv.forecasting.artifacts import load_run
+    from qpriv.forecasting.inference import Forecast, ForecastingRun
+    from qpriv.forecasting.methods import METHODS
+    from qpriv.forecasting.run import run_forecast as train_forecaster
+    from qpriv.privacy.accounting import account
+    from qpriv.privacy.calibration import calibrate
+    from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module the first time the name is read (PEP 562)."""
+    if name not in _ORIGINS:
+        raise AttributeError(f"module 'qpriv' has no attribute {name!r}")
+    module, attribute = _ORIGINS[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later reads skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ORIGINS))
+
 
 __all__ = [
     "METHODS",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import torch
 from threadpoolctl import threadpool_limits
 
 from qpriv.errors import InvalidInputError
@@ -46,6 +45,10 @@ def torch_threads(threads: int | None) -> Iterator[int]:
     Raises:
         InvalidInputError: ``threads`` is not an integer >= 1.
     """
+    # torch is imported here, where threads are set, not with the module: the command line
+    # checks --threads with check_threads and must start without torch (benchmarks/startup.py)
+    import torch
+
     check_threads(threads)
     saved = torch.get_num_threads()
     if threads is None:

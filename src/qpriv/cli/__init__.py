@@ -5,60 +5,58 @@ Every privacy number it prints carries its kind (local eps-QDP per pass, compose
 output is one JSON object. Bad input exits with code 2 and one line on stderr; the rules about
 which arguments go together live in the library, and an error about them names the flags.
 
-One module per command, each with its parser beside its handler: :mod:`~qpriv.cli.calibrate`,
-:mod:`~qpriv.cli.audit`, :mod:`~qpriv.cli.attack`, :mod:`~qpriv.cli.train`,
-:mod:`~qpriv.cli.forecast`, :mod:`~qpriv.cli.methods`, :mod:`~qpriv.cli.quickstart`,
-:mod:`~qpriv.cli.train_classifier`, :mod:`~qpriv.cli.reproduce`, :mod:`~qpriv.cli.frontier`,
-:mod:`~qpriv.cli.account`, :mod:`~qpriv.cli.report`; what they share is in :mod:`~qpriv.cli.common`.
+One module per command, each with its parser beside its handler, listed in
+:mod:`~qpriv.cli.commands` and imported only when its command runs; what they share is in
+:mod:`~qpriv.cli.common`.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
 
-from qpriv.cli import (
-    account,
-    attack,
-    audit,
-    calibrate,
-    forecast,
-    frontier,
-    methods,
-    quickstart,
-    report,
-    reproduce,
-    train,
-    train_classifier,
-)
+from qpriv.cli.commands import BY_NAME, COMMANDS
 from qpriv.cli.common import Parser, after_interrupt, command_parser, flag_names
 from qpriv.errors import ArgumentError, QprivError
 
-COMMANDS = (calibrate, audit, attack, train, forecast, methods, quickstart, train_classifier,
-            reproduce, frontier, account, report)
-"""The command modules, in the order ``qpriv --help`` lists them."""
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the top parser's
+    options, ``--help`` and ``--version``, take no value); None if that is no command."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in BY_NAME else None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``qpriv`` argument parser: every command module adds its own."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``qpriv`` argument parser for ``argv`` (default: this process's arguments).
+
+    Only the command ``argv`` names is imported and given its flags; every other command is
+    listed by name and help (:data:`qpriv.cli.commands.COMMANDS`), so that ``qpriv --help``,
+    ``--version`` and a mistyped command answer in well under a second."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = Parser(prog="qpriv", description=" ".join(" ".join(__doc__.split("\n\n")[:2])
                                                      .split()))
     parser.add_argument("--version", action="version",
                         version=f"qpriv {importlib.metadata.version('qpriv')}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    chosen = chosen_command(argv)
     for command in COMMANDS:
-        command.add_parser(sub)
+        if command.name == chosen:
+            importlib.import_module(command.module).add_parser(sub)
+        else:
+            sub.add_parser(command.name, help=command.help)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``qpriv`` console script: run one command, return its exit code."""
     args = None
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
         return args.handler(args)

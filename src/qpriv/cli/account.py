@@ -44,8 +44,7 @@ distance (it is derived from ``--clip`` and ``--reference``; a printed value rou
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv account`` to the subcommands ``sub``."""
-    ac = add_command(sub, "account", help="rigorous (eps, delta) of the LDPT feature path beside "
-                                          "the paper's, or the p a target needs",
+    ac = add_command(sub, "account",
                      keyword_flags={"eps_total": "--target-eps"})
     which = ac.add_mutually_exclusive_group()
     which.add_argument("--eps", type=float, help="paper per-pass eps_s to calibrate p from "

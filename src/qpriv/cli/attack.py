@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from qpriv.audits.mia import mia_on_run
 from qpriv.cli.common import (
     Parser,
     add_command,
@@ -21,7 +20,7 @@ from qpriv.privacy.claims import PrivacyClaim
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv attack`` and its attacks to the subcommands ``sub``."""
-    attack = add_command(sub, "attack", help="attacks on a finished run")
+    attack = add_command(sub, "attack")
     attack_sub = attack.add_subparsers(dest="attack", required=True, parser_class=Parser)
     mia = add_command(attack_sub, "mia", help="loss-threshold membership inference (Table 9)")
     mia.add_argument("run_dir", metavar="RUN_DIR", help="a finished run (qpriv train --out DIR)")
@@ -38,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run_mia(args: argparse.Namespace) -> int:
     """Print the attack's accuracy, AUC and TPR at low FPR against the run's privacy claim."""
+    # imported when the command runs, not with its parser (benchmarks/startup.py)
+    from qpriv.audits.mia import mia_on_run
+
     report = mia_on_run(args.run_dir, n=args.n, seed=args.seed, folds=args.folds,
                         data_dir=args.data_dir)
     if args.json:

@@ -12,7 +12,7 @@ from qpriv.privacy.composition import advanced_composition, basic_composition
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv calibrate`` to the subcommands ``sub``."""
-    cal = add_command(sub, "calibrate", help="Algorithm 1 and Tables 7 and 1 for given budgets")
+    cal = add_command(sub, "calibrate")
     cal.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 1.0, 5.0],
                      help="per-pass budgets eps_s")
     cal.add_argument("--epochs", type=positive_int, default=20,

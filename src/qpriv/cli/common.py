@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from qpriv.cli.commands import BY_NAME
 from qpriv.errors import InvalidInputError, QprivError, require_seed
 from qpriv.experiments.executors import EXECUTORS
 from qpriv.tables import TABLE_WIDTH, format_table
@@ -58,11 +59,12 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{named}{message} (see '{self.prog} --help')")
 
 
-def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str,
+def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str | None = None,
                 keyword_flags: Mapping[str, str] | None = None) -> argparse.ArgumentParser:
-    """A subcommand whose ``--help`` opens with its one-line description; ``keyword_flags``
-    names the flags of library keyword arguments this command spells its own way
-    (:attr:`Parser.keyword_flags`)."""
+    """A subcommand whose ``--help`` opens with its one-line description (a ``qpriv`` command's
+    is in :data:`qpriv.cli.commands.COMMANDS`); ``keyword_flags`` names the flags of library
+    keyword arguments this command spells its own way (:attr:`Parser.keyword_flags`)."""
+    help = help if help is not None else BY_NAME[name].help
     return subparsers.add_parser(name, help=help, description=help,
                                  keyword_flags=keyword_flags)
 

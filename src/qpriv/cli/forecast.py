@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qpriv.cli.common import (
     add_command,
@@ -17,15 +18,15 @@ from qpriv.cli.common import (
     seed_int,
 )
 from qpriv.errors import ArgumentError
-from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.datasets import dataset_spec, locate_dataset
-from qpriv.forecasting.inference import Forecast, check_output_path
+
+if TYPE_CHECKING:
+    from qpriv.forecasting.inference import Forecast
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv forecast`` to the subcommands ``sub``."""
-    fc = add_command(sub, "forecast", help="forecast the next H values of a series with a "
-                                            "finished run, in the data's own units")
+    fc = add_command(sub, "forecast")
     fc.add_argument("run_dir", metavar="RUN_DIR", help="a finished run (qpriv train --out DIR)")
     src = fc.add_mutually_exclusive_group(required=True)
     src.add_argument("--csv", help="a CSV with a 'date' column and the run's channels (the "
@@ -56,6 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Forecast, print (or write) the values, and the run's claims beside them."""
+    # imported when the command runs, not with its parser (benchmarks/startup.py)
+    from qpriv.forecasting.artifacts import load_run
+    from qpriv.forecasting.inference import check_output_path
+
     run_ = load_run(args.run_dir)
     if args.csv is not None:
         if args.data_dir is not None:

@@ -31,8 +31,7 @@ from qpriv.privacy.dpsgd_accounting import MAX_DPSGD_EPS
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv frontier`` to the subcommands ``sub``."""
-    fr = add_command(sub, "frontier", help="the privacy-utility frontier at one unit: test MSE "
-                                           "against eps per method, with what each eps covers")
+    fr = add_command(sub, "frontier")
     fr.add_argument("--dataset", default="ETTh1", help="dataset name")
     fr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
     fr.add_argument("--unit", choices=UNITS, default="record",

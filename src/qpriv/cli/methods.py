@@ -10,8 +10,7 @@ from qpriv.forecasting.methods import METHODS, RECOMMENDED
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv methods`` to the subcommands ``sub``."""
-    ms = add_command(sub, "methods", help="the forecasting methods of qpriv train, with the "
-                                          "privacy each claims")
+    ms = add_command(sub, "methods")
     ms.set_defaults(handler=run)
 
 

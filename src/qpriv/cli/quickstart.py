@@ -25,8 +25,7 @@ from qpriv.runs.files import written_since
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv quickstart`` to the subcommands ``sub``."""
-    qs = add_command(sub, "quickstart",
-                     help="the main job: classical vs LDPT, accounting, audit")
+    qs = add_command(sub, "quickstart")
     qs.add_argument("--dataset", default="ETTh1", help="ETTh1 or ETTh2")
     qs.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
     qs.add_argument("--epochs", type=positive_int, default=quick.QUICK_EPOCHS,

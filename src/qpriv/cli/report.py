@@ -17,9 +17,7 @@ from qpriv.experiments.report import (
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv report`` to the subcommands ``sub``."""
-    rp = add_command(sub, "report", help="one self-contained report.html (settings, privacy "
-                                         "claims, curves, forecasts, tables, frontier) for a "
-                                         "run, quickstart, frontier or reproduce output")
+    rp = add_command(sub, "report")
     rp.add_argument("dir", metavar="DIR",
                     help="the folder a command wrote: train --out, train-classifier --out, "
                          "quickstart --out, a frontier's (frontier.csv) or a reproduction's "

@@ -25,8 +25,7 @@ DEFAULT_OUT = "runs/reproduce"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv reproduce`` to the subcommands ``sub``."""
-    rp = add_command(sub, "reproduce", help="a table or figure of either paper, ours beside "
-                                            "the paper's numbers")
+    rp = add_command(sub, "reproduce")
     rp.add_argument("id", nargs="?", help="table1 ... table16, tableA1 ... tableA6, figure3, "
                                           "figure4 (LDPT paper); qml-figure2 ... qml-figure10 "
                                           "(private-training paper) (see --list)")

@@ -38,8 +38,7 @@ def clip_value(text: str) -> float | str | None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv train-classifier`` to the subcommands ``sub``."""
-    tc = add_command(sub, "train-classifier",
-                     help="DP-SGD (or clipping only) on a classical, Lipschitz or quantum model")
+    tc = add_command(sub, "train-classifier")
     tc.add_argument("--task", default="synthetic", help="synthetic, digits or folder:PATH")
     tc.add_argument("--model", default="quantum",
                     help="mlp, lipschitz, quantum, cnn or quantum-image")

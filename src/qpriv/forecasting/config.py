@@ -15,7 +15,7 @@ from qpriv.privacy.trace_distance import (
     signed_neighbour_distance,
     signed_reference_for_distance,
 )
-from qpriv.quantum.features import n_tokens
+from qpriv.quantum.tokens import n_tokens
 
 NORMS = ("qc-adaln", "layernorm")
 FEATURE_SCALES = ("centred", "raw")

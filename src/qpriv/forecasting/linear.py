@@ -49,6 +49,8 @@ from qpriv.errors import (
     require_seed,
 )
 from qpriv.forecasting.linear_design import (
+    DEFAULTS,
+    SELECT_CHOICES,
     STANDARD_LINEAR,
     LinearSpec,
     kernel_from_weights,
@@ -134,7 +136,6 @@ RULES_NOTE = (
     "ranges (per output block) and the budget shares; they were set once on ETTh1's "
     "validation split")
 """Named in every dp-linear claim: what the guarantee takes as given."""
-SELECT_CHOICES = ("private", "fixed")
 MAX_DP_LINEAR_EPS = 1e6
 """The largest budget :func:`fit_dp_linear` takes. Its analytic Gaussian calibration stays
 finite and warning-free for every delta in (0, 1) up to 1e6 (its root search first warns
@@ -285,22 +286,6 @@ def default_spec(data: ForecastData, *, period: int | None = None) -> LinearSpec
     what ``select='fixed'`` fits and the ridge reference's features. ``period`` None: read
     from the data's timestamps (:func:`qpriv.forecasting.seasonality.seasonal_period`)."""
     return base_spec(seq_len=data.seq_len, period=resolve_period(data.dates, period))
-
-
-#: Defaults chosen on ETTh1's validation split (H = 24, 3 noise seeds) over feature bases,
-#: output blocks, ridge scales 2-50 and the row clips; the record unit's value range R was
-#: chosen again (1, 1.5, 2; 10 noise seeds at eps 0.1, 0.5, 1 and 5) once the private scaler
-#: estimated its scale from the median absolute deviation: 1.5 is better than 2 at eps <= 1
-#: and level at 5, where 1 falls behind. The target clip is per output block (the rows'
-#: k block means are clipped to ``target_clip * sqrt(k)``), chosen at H = 24, 96, 336 and 720
-#: on ETTh1 (0.5 and 1 per block at the record unit, 1 and 2 at the window unit). The test
-#: split was not used.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "record": {"clip": 1.5, "feature_clip": 1.0, "target_clip": 1.0, "share_a": 0.5,
-               "ridge_scale": 10.0, "scaler_share": 0.1, "select_share": 0.1},
-    "window": {"feature_clip": 2.0, "target_clip": 2.0, "share_a": 0.5,
-               "ridge_scale": 10.0, "select_share": 0.1},
-}
 
 
 def fit_dp_linear(

@@ -166,6 +166,10 @@ at the record or window unit, it beats the public floor, and it fits in seconds;
 methods stay one ``--method`` away."""
 DEFAULT_EPS = 0.1
 """The per-pass budget eps_s of a run of a method that calibrates to one when none is given."""
+DEFAULT_EPOCHS = 20
+"""Training epochs of a backbone method that names none (the LDPT paper's)."""
+DEFAULT_DELTA = 1e-5
+"""delta of the rigorous accounting of the LDPT feature path when none is given."""
 ACCOUNTINGS = ("paper", "rigorous")
 
 

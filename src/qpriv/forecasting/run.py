@@ -29,14 +29,16 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear_run import run_linear
-from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import (
+    DEFAULT_DELTA,
+    DEFAULT_EPOCHS,
     LINEAR,
     RECOMMENDED,
     MethodSetup,
     run_budget,
     setup_method,
 )
+from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
@@ -79,8 +81,6 @@ from qpriv.training.trainer import (
 )
 
 DEFAULT_DELTA_PRIME = 1e-6
-DEFAULT_EPOCHS = 20
-DEFAULT_DELTA = 1e-5
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA,
                       "model": {"encoding": "amplitude", "clip": 2.0, "reference": None}}
 """Keys config.json gained after its first release, with what an older run did: it used the

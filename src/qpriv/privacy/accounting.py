@@ -82,8 +82,9 @@ from qpriv.privacy.claims import (
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.theorems import channel_epsilon, check_dim, check_trace_distance
 from qpriv.progress import work_bar
-from qpriv.quantum.features import n_tokens, outcome_probabilities
+from qpriv.quantum.features import outcome_probabilities
 from qpriv.quantum.povm import sic_vectors
+from qpriv.quantum.tokens import n_tokens
 from qpriv.threads import torch_threads
 
 DEFAULT_DELTA = 1e-5

@@ -13,73 +13,32 @@ the LDPT paper is one call::
 Trace distances follow the papers: ``trace_distance_full`` is ||rho - sigma||_1 in [0, 2].
 """
 
-from qpriv.quantum.channels import (
-    apply_superoperator,
-    depolarize,
-    depolarized_pure_fidelity,
-    depolarized_pure_purity,
-    depolarizing_collapse_operators,
-    depolarizing_liouvillian,
-    depolarizing_p_from_rate,
-    depolarizing_propagator,
-    depolarizing_rate,
-)
-from qpriv.quantum.features import (
-    FeatureStats,
-    outcome_probabilities,
-    quantum_features,
-    quantum_features_reference,
-)
-from qpriv.quantum.povm import (
-    available_sic_dims,
-    sic_fiducial,
-    sic_overlap_deviation,
-    sic_povm,
-    sic_vectors,
-    verify_sic,
-    weyl_heisenberg_orbit,
-)
-from qpriv.quantum.shots import frequencies, sample_counts
-from qpriv.quantum.states import (
-    amplitude_encode,
-    amplitude_encode_with_mask,
-    density_matrix,
-    fidelity,
-    pure_trace_distance_full,
-    purity,
-    trace_distance_full,
-    trace_distance_half,
-)
+import lazy_loader
 
-__all__ = [
-    "FeatureStats",
-    "amplitude_encode",
-    "amplitude_encode_with_mask",
-    "apply_superoperator",
-    "available_sic_dims",
-    "density_matrix",
-    "depolarize",
-    "depolarized_pure_fidelity",
-    "depolarized_pure_purity",
-    "depolarizing_collapse_operators",
-    "depolarizing_liouvillian",
-    "depolarizing_p_from_rate",
-    "depolarizing_propagator",
-    "depolarizing_rate",
-    "fidelity",
-    "frequencies",
-    "outcome_probabilities",
-    "pure_trace_distance_full",
-    "purity",
-    "quantum_features",
-    "quantum_features_reference",
-    "sample_counts",
-    "sic_fiducial",
-    "sic_overlap_deviation",
-    "sic_povm",
-    "sic_vectors",
-    "trace_distance_full",
-    "trace_distance_half",
-    "verify_sic",
-    "weyl_heisenberg_orbit",
-]
+# The names below are imported on first use (the lazy_loader package): a module that needs one
+# light piece of this package (the token count of qpriv.quantum.tokens) then does not pay for
+# QuTiP and torch.
+__getattr__, __dir__, __all__ = lazy_loader.attach(
+    __name__,
+    submod_attrs={
+        "channels": [
+            "apply_superoperator", "depolarize", "depolarized_pure_fidelity",
+            "depolarized_pure_purity", "depolarizing_collapse_operators",
+            "depolarizing_liouvillian", "depolarizing_p_from_rate", "depolarizing_propagator",
+            "depolarizing_rate",
+        ],
+        "features": [
+            "FeatureStats", "outcome_probabilities", "quantum_features",
+            "quantum_features_reference",
+        ],
+        "povm": [
+            "available_sic_dims", "sic_fiducial", "sic_overlap_deviation", "sic_povm",
+            "sic_vectors", "verify_sic", "weyl_heisenberg_orbit",
+        ],
+        "shots": ["frequencies", "sample_counts"],
+        "states": [
+            "amplitude_encode", "amplitude_encode_with_mask", "density_matrix", "fidelity",
+            "pure_trace_distance_full", "purity", "trace_distance_full", "trace_distance_half",
+        ],
+    },
+)

@@ -68,17 +68,6 @@ class FeatureStats:
         return self.n_zero_norm / self.n_states if self.n_states else 0.0
 
 
-def n_tokens(*, dim: int, stride: int, seq_len: int) -> int:
-    """T = floor((L - D) / s) + 1, the sliding-window tokens of length D and stride s per
-    channel (the LDPT paper's tokenisation). The one place the count is written: the model and
-    the accountant both read it."""
-    if seq_len < dim:
-        raise InvalidInputError(
-            f"seq_len = {seq_len} is shorter than one token (dim = {dim}); use seq_len >= dim"
-        )
-    return (seq_len - dim) // stride + 1
-
-
 def _require_p(p: float) -> float:
     return require_in_range("p", p, low=0.0, low_inclusive=True, high=1.0)
 

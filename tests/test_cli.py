@@ -489,6 +489,35 @@ def test_help_shows_the_library_defaults(capsys):
     assert "(default: 0.1); methods without noise take none" in text
 
 
+def test_a_csv_written_another_way_trains_and_forecasts_with_its_format(capsys, tmp_path):
+    """Issue 42, item 7: --sep, --date-column and --date-format; the run records them and
+    reads its file (and a forecast's) the same way."""
+    import numpy as np
+    import pandas as pd
+
+    steps = np.arange(800)
+    frame = pd.DataFrame({
+        "Zeit": pd.date_range("2000-01-01", periods=800, freq="D").strftime("%d.%m.%Y"),
+        "a": np.sin(2 * np.pi * steps / 7), "b": np.cos(2 * np.pi * steps / 7) + steps / 800})
+    csv = tmp_path / "semi.csv"
+    frame.to_csv(csv, sep=";", index=False)
+    out = tmp_path / "run"
+    assert main(["train", "--csv", str(csv), "--sep", ";", "--date-column", "Zeit",
+                 "--date-format", "%d.%m.%Y", "--seq-len", "28", "--horizon", "7",
+                 "--eps", "1", "--out", str(out), "--quiet", "--json"]) == 0
+    assert _last_json(capsys)["method"] == "dp-linear"
+    config = json.loads((out / "config.json").read_text())
+    assert config["csv_format"] == {"date_column": "Zeit", "date_format": "%d.%m.%Y",
+                                    "sep": ";"}
+    assert main(["forecast", str(out), "--csv", str(csv), "--json"]) == 0
+    forecast = _last_json(capsys)
+    assert forecast["window_end"].startswith("2002-03-10")  # the file's last date, day first
+    assert main(["train", "--sep", ";", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["qpriv: error: --sep says how a --csv file is written; a named dataset's "
+                   "file has its own format: give --csv PATH, or leave them out"]
+
+
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["--bogus"], ["no-such-command"],
                                   ["train", "--bogus"], ["forecast", "--bogus"],
                                   ["methods", "--bogus"], ["calibrate", "--bogus"],

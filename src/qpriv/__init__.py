@@ -13,6 +13,9 @@ Entry points:
     load_run            read a finished forecasting run back: model, config, result, data;
                         its forecast(frame or CSV) gives the next H values in the data's own
                         units (qpriv.forecasting.artifacts.load_run)
+    CsvFormat           how a CSV is written where it is not the default (date column, date
+                        format, separator): train_forecaster(csv=..., csv_format=...)
+                        (qpriv.forecasting.csv_input.CsvFormat)
     ForecastingRun      what load_run returns, for either family (the LDPT backbone or the
                         linear forecasters): forecast, forecast_report, claims, data
                         (qpriv.forecasting.inference.ForecastingRun)
@@ -59,6 +62,7 @@ _ORIGINS = {
     "InvalidInputError": ("qpriv.errors", "InvalidInputError"),
     "QprivError": ("qpriv.errors", "QprivError"),
     "load_run": ("qpriv.forecasting.artifacts", "load_run"),
+    "CsvFormat": ("qpriv.forecasting.csv_input", "CsvFormat"),
     "Forecast": ("qpriv.forecasting.inference", "Forecast"),
     "ForecastingRun": ("qpriv.forecasting.inference", "ForecastingRun"),
     "METHODS": ("qpriv.forecasting.methods", "METHODS"),
@@ -76,6 +80,7 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
     from qpriv.classification.tuning import tune_learning_rate
     from qpriv.errors import ArgumentError, InvalidInputError, QprivError
     from qpriv.forecasting.artifacts import load_run
+    from qpriv.forecasting.csv_input import CsvFormat
     from qpriv.forecasting.inference import Forecast, ForecastingRun
     from qpriv.forecasting.methods import METHODS
     from qpriv.forecasting.run import run_forecast as train_forecaster
@@ -102,6 +107,7 @@ __all__ = [
     "METHODS",
     "Accounting",
     "ArgumentError",
+    "CsvFormat",
     "Forecast",
     "ForecastingRun",
     "InvalidInputError",

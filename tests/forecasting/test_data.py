@@ -24,7 +24,7 @@ import torch
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting import datasets as fdatasets
-from qpriv.forecasting.csv_input import load_frame
+from qpriv.forecasting.csv_input import CsvFormat, load_frame
 from qpriv.forecasting.datasets import (
     CUSTOM,
     DATA_DIR_ENV,
@@ -431,6 +431,45 @@ def test_mixed_or_undecidable_date_orders_are_refused_with_the_fix(tmp_path: Pat
     with pytest.raises(InvalidInputError, match=r"read both day first and month first \(line "
                                                 r"2: '01/02/1990'\).*ISO 8601"):
         load_frame(_dated(tmp_path, both))
+
+
+def test_a_format_given_reads_what_inference_refuses(tmp_path: Path) -> None:
+    """Issue 42, item 7: a file with another separator, date column and date format trains
+    with --sep, --date-column and --date-format instead of being rewritten by hand."""
+    dates = [f"{d:02d}.02.1990" for d in range(1, 13)]  # every one reads both ways
+    text = "Zeit;a;b\n" + "".join(f"{d};{i};{i % 3}\n" for i, d in enumerate(dates))
+    path = _write_text(tmp_path / "semi.csv", text)
+    with pytest.raises(InvalidInputError, match=r"not comma-separated.*--sep ';'"):
+        load_frame(path)
+    with pytest.raises(InvalidInputError, match=r"no date column.*--date-column"):
+        load_frame(path, fmt=CsvFormat(sep=";"))
+    with pytest.raises(InvalidInputError, match=r"read both day first and month first"
+                                                r".*--date-format"):
+        load_frame(path, fmt=CsvFormat(sep=";", date_column="Zeit"))
+    frame = load_frame(path, fmt=CsvFormat(sep=";", date_column="Zeit", date_format="%d.%m.%Y"))
+    assert frame.index.name == "Zeit" and list(frame.columns) == ["a", "b"]
+    assert frame.index[1] == pd.Timestamp("1990-02-02")  # day first, as the format says
+    assert frame["b"].tolist() == [float(i % 3) for i in range(12)]
+    month_first = load_frame(path, fmt=CsvFormat(sep=";", date_column="Zeit",
+                                                  date_format="%m.%d.%Y"))
+    assert month_first.index[1] == pd.Timestamp("1990-02-02")
+    assert month_first.index[2] == pd.Timestamp("1990-03-02")
+    with pytest.raises(InvalidInputError, match=r"'01.02.1990' at line 2.*does not match the "
+                                                r"date format '%Y-%m-%d'.*--date-format"):
+        load_frame(path, fmt=CsvFormat(sep=";", date_column="Zeit", date_format="%Y-%m-%d"))
+    with pytest.raises(InvalidInputError, match=r"has no column 'When'.*\['Zeit', 'a', 'b'\]"):
+        load_frame(path, fmt=CsvFormat(sep=";", date_column="When"))
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), [
+    ({"sep": ";;"}, "not one field-separator character"),
+    ({"sep": "\n"}, "not one field-separator character"),
+    ({"date_format": "dd.mm.yyyy"}, "no strftime directive"),
+    ({"date_column": " "}, "not a column name"),
+])
+def test_a_bad_csv_format_is_named(kwargs: dict, expected: str) -> None:
+    with pytest.raises(InvalidInputError, match=expected):
+        CsvFormat(**kwargs)
 
 
 def test_missing_csv_file(tmp_path: Path) -> None:

@@ -69,6 +69,43 @@ def add_command(subparsers: argparse._SubParsersAction, name: str, *, help: str 
                                  keyword_flags=keyword_flags)
 
 
+def add_csv_format_flags(parser: argparse.ArgumentParser) -> None:
+    """``--date-column``, ``--date-format`` and ``--sep``: how a ``--csv`` file is written,
+    where it is not the default (:class:`qpriv.forecasting.csv_input.CsvFormat`)."""
+    parser.add_argument("--date-column", metavar="NAME",
+                        help="--csv: the timestamps' column (default: the one named 'date', "
+                             "any case)")
+    parser.add_argument("--date-format", metavar="FORMAT",
+                        help="--csv: the dates' strftime format, e.g. '%%d.%%m.%%Y %%H:%%M' "
+                             "(default: inferred; day or month first decided on the whole "
+                             "column)")
+    parser.add_argument("--sep", metavar="CHAR",
+                        help="--csv: the field separator, e.g. ';' or 'tab' (default: ',')")
+
+
+def csv_format_settings(args: argparse.Namespace) -> dict[str, str] | None:
+    """The keyword arguments of a ``CsvFormat`` from :func:`add_csv_format_flags`' flags, or
+    None where none is given.
+
+    Raises:
+        InvalidInputError: one is given without ``--csv`` (a named dataset's file has its own
+            format).
+    """
+    given = {key: value for key, value in (("date_column", args.date_column),
+                                           ("date_format", args.date_format),
+                                           ("sep", args.sep)) if value is not None}
+    if not given:
+        return None
+    if getattr(args, "csv", None) is None:
+        flags = ", ".join("--" + key.replace("_", "-") for key in given)
+        verb = "says" if len(given) == 1 else "say"
+        raise InvalidInputError(f"{flags} {verb} how a --csv file is written; a named dataset's "
+                                "file has its own format: give --csv PATH, or leave them out")
+    if given.get("sep", "").lower() in ("tab", "\\t"):
+        given["sep"] = "\t"
+    return given
+
+
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     """``--json``: print one JSON object instead of the tables."""
     parser.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -8,8 +8,10 @@ import textwrap
 
 from qpriv.cli.common import (
     add_command,
+    add_csv_format_flags,
     add_json_flag,
     add_seed_flags,
+    csv_format_settings,
     emit_json,
     existing_path,
     out_path,
@@ -39,6 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     src.add_argument("--csv", help="any CSV with a 'date' column and numeric channels")
     tr.add_argument("--columns", nargs="+",
                     help="channels to use, of --csv or the dataset (default: all)")
+    add_csv_format_flags(tr)
     tr.add_argument("--data-dir", type=existing_path, help="file or directory holding the dataset")
     tr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
     tr.add_argument("--method", default=RECOMMENDED,
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     # the library is imported when the command runs, not with its parser: `qpriv train` with a
     # mistyped flag answers in well under a second (benchmarks/startup.py)
     from qpriv.experiments.report import write_report_html
+    from qpriv.forecasting.csv_input import CsvFormat
     from qpriv.forecasting.run import run_forecast
 
     if args.keep_checkpoints and args.out is None:
@@ -122,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
     if args.accounting == "rigorous" and args.eps_total is not None:
         require_in_range("eps_total", args.eps_total, low=0.0,
                          hint="a privacy budget must be > 0")
+    settings = csv_format_settings(args)
     result = run_forecast(
         dataset=args.dataset, csv=args.csv, columns=args.columns, data_dir=args.data_dir,
+        csv_format=None if settings is None else CsvFormat(**settings),
         horizon=args.horizon, seq_len=args.seq_len, method=args.method, eps=args.eps,
         eps_total=args.eps_total, epochs=args.epochs, batch_size=args.batch,
         seed=seed_of(args),

@@ -33,6 +33,7 @@ import torch
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import ForecastingRun
 from qpriv.forecasting.linear import LinearForecaster, LinearSpec
@@ -450,7 +451,8 @@ def _load_data(request: ForecastRequest, result: ForecastResult, *, run_dir: Pat
                     f"the recorded {recorded[:12]}...); pass that file with data_dir= / "
                     "--data-dir"
                 )
-            data = load_forecasting_data(None, csv=csv, **kwargs)
+            fmt = CsvFormat.from_dict(request.raw.get("csv_format"))  # as it was trained
+            data = load_forecasting_data(None, csv=csv, csv_format=fmt, **kwargs)
     except InvalidInputError as exc:
         raise InvalidInputError(f"cannot load the data of run {run_dir}: {exc}") from exc
     expected = result.windows

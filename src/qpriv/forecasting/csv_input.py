@@ -5,19 +5,80 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from qpriv.errors import InvalidInputError
 
-__all__ = ["check_evenly_spaced", "csv_header", "load_frame", "series_frequency"]
+__all__ = ["CsvFormat", "check_evenly_spaced", "csv_header", "format_setting", "load_frame",
+           "series_frequency"]
+
+
+@dataclass(frozen=True)
+class CsvFormat:
+    """How a CSV is written, where it departs from what is read by default.
+
+    ``date_column``: the timestamps' column (default: the one named ``date``, any case).
+    ``date_format``: a ``strftime`` format such as ``%d.%m.%Y %H:%M`` (default: inferred, the
+    day and month order decided on the whole column). ``sep``: the field separator, one
+    character (default ``,``). A run records a format that is not the default in config.json,
+    and reads its training file and every forecast's file with it.
+    """
+
+    date_column: str | None = None
+    date_format: str | None = None
+    sep: str = ","
+
+    def __post_init__(self) -> None:
+        if self.date_column is not None and (not isinstance(self.date_column, str)
+                                             or not self.date_column.strip()):
+            raise InvalidInputError(f"date_column = {self.date_column!r} is not a column name; "
+                                    "give the name of the timestamps' column")
+        if self.date_format is not None and (not isinstance(self.date_format, str)
+                                             or "%" not in self.date_format):
+            raise InvalidInputError(
+                f"date_format = {self.date_format!r} has no strftime directive; write it like "
+                "'%d.%m.%Y %H:%M' (%d day, %m month, %Y year, %H hour, %M minute)")
+        if not isinstance(self.sep, str) or len(self.sep) != 1 or self.sep in "\"\r\n":
+            raise InvalidInputError(f"sep = {self.sep!r} is not one field-separator character; "
+                                    "give e.g. ',' or ';' (a tab: '\\t')")
+
+    @property
+    def is_default(self) -> bool:
+        """Whether this is how every CSV is read when nothing is said."""
+        return self == CsvFormat()
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form stored in a run's config.json."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> CsvFormat:
+        """Read :meth:`as_dict`'s form back (None: the default format)."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping) or set(data) - {"date_column", "date_format", "sep"}:
+            raise InvalidInputError(f"csv_format {data!r} is not a CSV format's settings")
+        return cls(**data)
+
+
+def format_setting(csv_format: CsvFormat | None) -> dict[str, Any]:
+    """config.json's ``csv_format`` key, present only where the training CSV is not written
+    the default way (so that every run before the key, and every default one, compares equal
+    on resume), with which the run reads its file and forecasts' files again."""
+    if csv_format is None or csv_format.is_default:
+        return {}
+    return {"csv_format": csv_format.as_dict()}
 
 
 def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
-               selectable: bool = True, allow_missing: bool = False) -> pd.DataFrame:
+               selectable: bool = True, allow_missing: bool = False,
+               fmt: CsvFormat | None = None) -> pd.DataFrame:
     """Read a CSV with a ``date`` column and numeric channels into a checked DataFrame.
 
     The date column is found by name, case-insensitively, and becomes the (parsed) index; the
@@ -27,6 +88,8 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
     channels), so a bad cell's message does not offer to leave its column out.
     ``allow_missing``: an empty or NA cell is read as NaN, for a caller that checks only the
     rows it uses (a forecast reads its look-back alone); text and infinities are still refused.
+    ``fmt``: the date column, date format and separator where they are not the default
+    (:class:`CsvFormat`).
 
     Raises:
         InvalidInputError: missing or unreadable file; no date column; an unknown, repeated
@@ -34,8 +97,9 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
             cell (the message gives the column and the file line); an unparseable date; fewer
             than two rows.
     """
+    fmt = fmt if fmt is not None else CsvFormat()
     path = _existing_file(path)
-    raw = _read_text_table(path)
+    raw = _read_text_table(path, sep=fmt.sep)
     if _cut_short(path) and len(raw) > 1:
         # many exported files end without a line break: refuse a cut by what it is, a last
         # row with fewer fields than the header or an empty last field, and name its line
@@ -47,11 +111,13 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
                 "no line break after it: the file was cut inside that row (a copy or download "
                 "stopped early); get the whole file, or delete the cut row")
     header = raw.iloc[0].astype(str).str.strip().tolist()
-    sep = next((sep for sep in (";", "\t", "|") if sep in header[0]), None)
+    sep = next((sep for sep in (",", ";", "\t", "|") if sep in header[0] and sep != fmt.sep),
+               None)
     if len(header) == 1 and sep is not None:
         raise InvalidInputError(
-            f"{path} is not comma-separated: its header {header[0]!r} is one field holding "
-            f"{sep!r}; write the file with commas between the fields")
+            f"{path} is not {_SEPARATED.get(fmt.sep, repr(fmt.sep) + '-separated')}: its header "
+            f"{header[0]!r} is one field holding {sep!r}; read it with --sep {sep!r} "
+            f"(sep={sep!r} / CsvFormat(sep={sep!r}) in Python)")
     raw = raw.iloc[1:].reset_index(drop=True)
     raw.columns = header
     repeated = sorted({name for name in header if header.count(name) > 1})
@@ -60,11 +126,19 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
             f"{path} names the columns {repeated} more than once; give every column its own name"
         )
 
-    date_cols = [col for col in raw.columns if col.lower() == "date"]
+    if fmt.date_column is not None:
+        if fmt.date_column not in raw.columns:
+            raise InvalidInputError(
+                f"{path} has no column {fmt.date_column!r} (the date column asked for); its "
+                f"columns are {list(raw.columns)}")
+        date_cols = [fmt.date_column]
+    else:
+        date_cols = [col for col in raw.columns if col.lower() == "date"]
     if not date_cols:
         raise InvalidInputError(
             f"{path} has no date column: expected a column named 'date' (any case); its columns "
-            f"are {list(raw.columns)}. Add or rename the timestamp column to 'date'."
+            f"are {list(raw.columns)}. Name the timestamps' column with --date-column "
+            "(date_column=), or rename it to 'date'."
         )
     if len(date_cols) > 1:
         raise InvalidInputError(
@@ -82,20 +156,21 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
 
     values = {col: _numeric_column(path, raw, col, selectable=selectable,
                                    allow_missing=allow_missing) for col in channels}
-    dates = _parse_dates(path, raw[date_col])
+    dates = _parse_dates(path, raw[date_col], date_format=fmt.date_format)
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
     return frame
 
 
-def csv_header(path: str | Path) -> list[str]:
+def csv_header(path: str | Path, *, sep: str = ",") -> list[str]:
     """The column names in the first line of the CSV ``path`` (stripped, the date column
-    included), read without parsing the rest: to compare a file's columns with a run's.
+    included; fields separated by ``sep``), read without parsing the rest: to compare a
+    file's columns with a run's.
 
     Raises:
         InvalidInputError: a missing file, a directory, or a file that is not UTF-8 CSV.
     """
     path = _existing_file(path)
-    return _read_text_table(path, nrows=1).iloc[0].astype(str).str.strip().tolist()
+    return _read_text_table(path, nrows=1, sep=sep).iloc[0].astype(str).str.strip().tolist()
 
 
 def _existing_file(path: str | Path) -> Path:
@@ -107,11 +182,15 @@ def _existing_file(path: str | Path) -> Path:
     return path
 
 
-def _read_text_table(path: Path, *, nrows: int | None = None) -> pd.DataFrame:
+_SEPARATED = {",": "comma-separated", ";": "semicolon-separated", "\t": "tab-separated",
+              "|": "pipe-separated"}
+
+
+def _read_text_table(path: Path, *, nrows: int | None = None, sep: str = ",") -> pd.DataFrame:
     """Every cell of the CSV as text, the header as row 0."""
     try:  # header=None: pandas would quietly rename a repeated name (HUFL -> HUFL.1)
         return pd.read_csv(path, header=None, dtype=str, keep_default_na=False,
-                           skipinitialspace=True, nrows=nrows)
+                           skipinitialspace=True, nrows=nrows, sep=sep)
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"cannot read {path} as CSV: it is not UTF-8 text ({exc.reason} "
                                 f"at byte {exc.start}); save it as UTF-8") from exc
@@ -120,8 +199,8 @@ def _read_text_table(path: Path, *, nrows: int | None = None) -> pd.DataFrame:
     except pd.errors.ParserError as exc:  # pandas' text: "Error tokenizing data. C error: ..."
         detail = " ".join(str(exc).split()).split("C error: ")[-1]
         raise InvalidInputError(
-            f"cannot read {path} as CSV: {detail}; every row needs as many comma-separated "
-            "fields as the header") from exc
+            f"cannot read {path} as CSV: {detail}; every row needs as many "
+            f"{_SEPARATED.get(sep, repr(sep) + '-separated')} fields as the header") from exc
 
 
 def _select_channels(
@@ -193,9 +272,12 @@ _NUMERIC_DATE = r"^(\d{1,2})[/.\-](\d{1,2})[/.\-](\d{2,4})(?:\D|$)"
 """A date written day and month first in some order (``13/01/1990``, ``1.13.1990 0:00``)."""
 
 
-def _to_datetime(text: pd.Series, *, utc: bool, dayfirst: bool = False) -> pd.Series:
+def _to_datetime(text: pd.Series, *, utc: bool, dayfirst: bool = False,
+                 date_format: str | None = None) -> pd.Series:
     with warnings.catch_warnings():  # "could not infer format": a bad date is reported after
         warnings.simplefilter("ignore", UserWarning)
+        if date_format is not None:
+            return pd.to_datetime(text, errors="coerce", utc=utc, format=date_format)
         return pd.to_datetime(text, errors="coerce", utc=utc, dayfirst=dayfirst)
 
 
@@ -210,7 +292,8 @@ def _day_first(path: Path, text: pd.Series) -> bool:
         return False
     first, second = parts[0].astype(int), parts[1].astype(int)
     day_first, month_first = first > 12, second > 12
-    iso = "; rewrite the dates as ISO 8601 'YYYY-MM-DD' (e.g. '1990-01-13'), which reads one way"
+    iso = ("; rewrite the dates as ISO 8601 'YYYY-MM-DD' (e.g. '1990-01-13'), which reads one "
+           "way, or give the file's format with --date-format (e.g. '%d/%m/%Y')")
     if day_first.any() and month_first.any():
         a, b = int(np.argmax(day_first.to_numpy())), int(np.argmax(month_first.to_numpy()))
         raise InvalidInputError(
@@ -225,25 +308,31 @@ def _day_first(path: Path, text: pd.Series) -> bool:
     return bool(day_first.any())
 
 
-def _parse_dates(path: Path, text: pd.Series) -> pd.DatetimeIndex:
+def _parse_dates(path: Path, text: pd.Series, *,
+                 date_format: str | None = None) -> pd.DatetimeIndex:
     text = text.astype(str).str.strip()
     in_utc = False
-    dayfirst = _day_first(path, text)
+    # a format given is followed exactly; without one, the day and month order is decided on
+    # the whole column (:func:`_day_first`)
+    dayfirst = False if date_format is not None else _day_first(path, text)
     try:
-        parsed = _to_datetime(text, utc=False, dayfirst=dayfirst)
+        parsed = _to_datetime(text, utc=False, dayfirst=dayfirst, date_format=date_format)
     except (ValueError, TypeError) as exc:
         if "mixed timezones" not in str(exc).lower():
             raise InvalidInputError(f"cannot parse the date column of {path}: {exc}") from exc
         # Dates with different UTC offsets (a daylight-saving change, say) name instants
         # unambiguously: compare them in UTC. A date without an offset among them is refused.
-        parsed = _to_datetime(text, utc=True, dayfirst=dayfirst)
+        parsed = _to_datetime(text, utc=True, dayfirst=dayfirst, date_format=date_format)
         in_utc = True
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if bad.size:
         row = int(bad[0])
-        hint = ("; the other dates carry a UTC offset, so give this one an offset too (e.g. "
+        hint = (f"; it does not match the date format {date_format!r}: fix the date, or give "
+                "the format the file uses (--date-format)" if date_format is not None else
+                "; the other dates carry a UTC offset, so give this one an offset too (e.g. "
                 "'2016-07-01 00:00:00+00:00')" if in_utc else
-                "; write every date in one format, e.g. ISO 8601 '2016-07-01 00:00:00'")
+                "; write every date in one format, e.g. ISO 8601 '2016-07-01 00:00:00', or "
+                "give the file's format with --date-format (e.g. '%d.%m.%Y %H:%M')")
         raise InvalidInputError(
             f"the date column of {path} has an unparseable or empty date {text.iloc[row]!r} at "
             f"line {row + 2} (data row {row + 1}){hint}."

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import csv_header, load_frame, series_frequency
+from qpriv.forecasting.csv_input import CsvFormat, csv_header, load_frame, series_frequency
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.windows import ForecastData, ZScoreScaler
@@ -459,7 +459,9 @@ class ForecastingRun(ABC):
             raise InvalidInputError(
                 f"run {self.run_dir} was trained on a series without a regular frequency, so "
                 "its forecasts have no timestamps to continue; train on evenly spaced data")
-        series = _read_series(data, record.channels)
+        # a CSV is read as the run's training file was written (its date column, separator)
+        fmt = CsvFormat.from_dict(self.request.raw.get("csv_format"))
+        series = _read_series(data, record.channels, fmt=fmt)
         freq = series_frequency(series.index)
         if freq is None and len(series.index) >= 3:
             raise InvalidInputError(
@@ -514,22 +516,26 @@ class ForecastingRun(ABC):
         return None if spec is None else spec.sha256
 
 
-def _read_series(data: pd.DataFrame | str | Path, channels: Sequence[str]) -> _Series:
-    """The run's ``channels`` of ``data`` (a DataFrame or a CSV path) as float64 rows."""
+def _read_series(data: pd.DataFrame | str | Path, channels: Sequence[str], *,
+                 fmt: CsvFormat | None = None) -> _Series:
+    """The run's ``channels`` of ``data`` (a DataFrame or a CSV path, written as ``fmt`` says:
+    the run's training file's format) as float64 rows."""
     if isinstance(data, pd.DataFrame):
         return _series_of_frame(data, channels)
     if not isinstance(data, (str, Path)):
         raise InvalidInputError(f"cannot forecast a {type(data).__name__}: give a pandas "
                                 "DataFrame or the path of a CSV")
     path = Path(data).expanduser()
-    header = csv_header(path)
+    fmt = fmt if fmt is not None else CsvFormat()
+    header = csv_header(path, sep=fmt.sep)
     missing = [c for c in channels if c not in header]
     if missing:
         raise InvalidInputError(
             f"{path} lacks the run's channels {missing} (the run forecasts {list(channels)}; "
             f"the file has {header}); give a CSV with those columns")
     # gaps outside the look-back do not matter: the forecast checks the rows it reads
-    frame = load_frame(path, columns=list(channels), selectable=False, allow_missing=True)
+    frame = load_frame(path, columns=list(channels), selectable=False, allow_missing=True,
+                       fmt=fmt)
     return _Series(values=frame.to_numpy(dtype=np.float64), index=pd.DatetimeIndex(frame.index),
                    source=str(path), sha256=file_sha256(path))
 

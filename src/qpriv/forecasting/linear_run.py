@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from qpriv.errors import ArgumentError, require_in_range
+from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
@@ -87,6 +88,7 @@ def run_linear(
     max_train_windows: int | None,
     max_eval_windows: int | None,
     out_dir: str | Path | None, resume: bool, threads: int | None,
+    csv_format: CsvFormat | None = None,
 ) -> dict:
     """Fit and test one linear forecaster (see :func:`qpriv.forecasting.run.run_forecast`,
     whose checks have run: ``eps`` is the method's budget and ``unit`` one it offers).
@@ -133,7 +135,7 @@ def run_linear(
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
             data_dir=data_dir, max_train_windows=max_train_windows,
-            max_eval_windows=max_eval_windows)
+            max_eval_windows=max_eval_windows, csv_format=csv_format)
         # a look-back too short for the features is refused; after the data, which refuses
         # one longer than the series before its L x L maps are built
         period = resolve_period(data.dates, period)
@@ -146,7 +148,8 @@ def run_linear(
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),
-            "channels": list(data.channels), "seq_len": seq_len, "horizon": horizon,
+            "channels": list(data.channels), **format_setting(csv_format),
+            "seq_len": seq_len, "horizon": horizon,
             "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,
             "clip_range": clip_range, "scaler": scaler, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,

@@ -26,6 +26,7 @@ import torch
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear_run import run_linear
@@ -130,6 +131,7 @@ def run_forecast(
     select: str | None = None,
     period: int | None = None,
     keep_checkpoints: bool = False,
+    csv_format: CsvFormat | None = None,
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
@@ -145,8 +147,8 @@ def run_forecast(
     True
 
     Args:
-        dataset, csv, columns, data_dir, max_train_windows, max_eval_windows: the data, as in
-            :func:`qpriv.forecasting.windows.load_forecasting_data`.
+        dataset, csv, columns, data_dir, max_train_windows, max_eval_windows, csv_format: the
+            data, as in :func:`qpriv.forecasting.windows.load_forecasting_data`.
         horizon: forecast length H >= 1. seq_len: look-back L (336 in the paper).
         method: a registered method (:data:`qpriv.forecasting.methods.METHODS`): ``classical``,
             ``ldpt``, ``ldpt-clean``, ...
@@ -242,7 +244,7 @@ def run_forecast(
             horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,
             clip_range=clip_range, scaler=scaler, select=select, period=period, seed=seed,
             max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,
-            out_dir=out_dir, resume=resume, threads=threads)
+            out_dir=out_dir, resume=resume, threads=threads, csv_format=csv_format)
     for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
         if value is not None:
             raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
@@ -296,7 +298,7 @@ def run_forecast(
         data = load_forecasting_data(
             dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
             data_dir=data_dir, max_train_windows=max_train_windows,
-            max_eval_windows=max_eval_windows,
+            max_eval_windows=max_eval_windows, csv_format=csv_format,
         )
         setup = replace(setup, config=replace(setup.config, n_channels=data.n_channels))
         strategy = _strategy(setup, n_train=len(data.train), train_config=train_config)
@@ -309,7 +311,7 @@ def run_forecast(
         request = {
             "dataset": data.dataset, "source": str(data.source),
             "source_sha256": None if csv is None else file_sha256(data.source),
-            "channels": list(data.channels),
+            "channels": list(data.channels), **format_setting(csv_format),
             "seq_len": seq_len, "horizon": horizon, "method": method,
             "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,

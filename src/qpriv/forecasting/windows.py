@@ -39,7 +39,7 @@ import torch
 from torch.utils.data import Dataset
 
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import check_evenly_spaced, load_frame
+from qpriv.forecasting.csv_input import CsvFormat, check_evenly_spaced, load_frame
 from qpriv.forecasting.datasets import (
     CUSTOM,
     ETT_HOURLY,
@@ -357,6 +357,7 @@ def load_forecasting_data(
     allow_download: bool = True,
     max_train_windows: int | None = None,
     max_eval_windows: int | None = None,
+    csv_format: CsvFormat | None = None,
 ) -> ForecastData:
     """Load, split, z-score and window a forecasting series.
 
@@ -375,6 +376,8 @@ def load_forecasting_data(
         allow_download: download a named dataset that is not found locally.
         max_train_windows: at most this many evenly spaced training windows (None: all).
         max_eval_windows: the same for validation and test.
+        csv_format: how ``csv`` is written where it is not the default (its date column, date
+            format, separator: :class:`~qpriv.forecasting.csv_input.CsvFormat`).
 
     Returns:
         :class:`ForecastData`; the scaler is fitted on the training rows only.
@@ -414,7 +417,10 @@ def load_forecasting_data(
             "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
         )
 
-    frame = load_frame(source, columns=columns)
+    if csv_format is not None and csv is None:
+        raise InvalidInputError("csv_format says how a CSV is written; a named dataset's file "
+                                "has its own: leave csv_format out, or give csv")
+    frame = load_frame(source, columns=columns, fmt=csv_format)
     if csv is not None:  # a named dataset's file is checked by its checksum
         check_evenly_spaced(frame, source=source)
     rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)

@@ -4,6 +4,7 @@ every node must share with the driver, and how a cell computed elsewhere is writ
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import os
@@ -100,6 +101,22 @@ def test_a_node_with_the_drivers_code_and_data_passes_and_any_difference_is_name
                                                 r"f18de3ad269c but the driver's has 000000000000;"
                                                 r" give every node the driver's file"):
         dataclasses.replace(driver, datasets=(("ETTh1", "0" * 64),)).check_here()
+
+
+def test_a_users_file_is_fingerprinted_by_path_and_checked_on_the_node(tmp_path):
+    """`frontier --csv`: a node runs a cell only on the driver's very file (issue 42, D3)."""
+    csv = tmp_path / "mine.csv"
+    csv.write_text("date,a\n2020-01-01,1\n")
+    driver = Fingerprint.here(files=[csv, str(csv)])
+    assert driver.files == ((str(csv), hashlib.sha256(csv.read_bytes()).hexdigest()),)
+    driver.check_here()
+    csv.write_text("date,a\n2020-01-01,2\n")
+    with pytest.raises(InvalidInputError, match=rf"file {csv} on node .* has sha256 .* but the "
+                                                r"driver's has .*give every node the driver's"):
+        driver.check_here()
+    csv.unlink()
+    with pytest.raises(InvalidInputError, match=rf"{csv} cannot be found on "):
+        driver.check_here()
 
 
 def test_the_source_digest_follows_every_source_file(tmp_path, monkeypatch):

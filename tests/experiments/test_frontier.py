@@ -328,3 +328,58 @@ def test_the_budget_line_names_only_the_families_on_the_frontier():
     both = frontier.frontier_stamp(FULL, methods=["dp-linear", "dpsgd"])
     assert both.startswith(backbone) and both.endswith("linear family: L = 336, every "
                                                        "training window")
+
+
+def _own_csv(path, *, n: int = 900, seed: int = 7):
+    """A daily two-channel series with a weekly cycle, written with ';' and a 'Zeit' column."""
+    import numpy as np
+
+    steps = np.arange(n)
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "Zeit": pd.date_range("2001-01-01", periods=n, freq="D").strftime("%d.%m.%Y"),
+        "a": np.sin(2 * np.pi * steps / 7) + 0.3 * rng.standard_normal(n),
+        "b": np.cos(2 * np.pi * steps / 7) + 0.3 * rng.standard_normal(n)})
+    frame.to_csv(path, sep=";", index=False)
+    return path
+
+
+def test_the_frontier_of_a_users_own_csv(tmp_path, capsys):
+    """Issue 42, D3 / item 2: `frontier --csv` (it was "unrecognized"), the closed-form methods
+    by default, the file read as `train --csv` reads it; the folder and cells carry the file's
+    digest, so that another file of the same name is not read from the first one's cells."""
+    csv = _own_csv(tmp_path / "meters.csv")
+    out = tmp_path / "out"
+    argv = ["frontier", "--csv", str(csv), "--sep", ";", "--date-column", "Zeit",
+            "--date-format", "%d.%m.%Y", "--horizon", "7", "--eps", "1", "--seeds", "2",
+            "--out", str(out), "--json"]
+    assert main(argv) == 0
+    report = _last_json(capsys)
+    rows = {row["method"]: row for row in report["rows"]}
+    assert sorted(rows) == ["dp-linear", "public", "ridge"]  # CSV_METHODS, seconds in all
+    assert rows["dp-linear"]["n_seeds"] == 2 and rows["dp-linear"]["claim_unit"] == "record"
+    digest = frontier.file_sha256(csv)[:8]
+    folder = out / f"meters-{digest}-H7-record" / "full"
+    assert (folder / "frontier.csv").is_file() and (folder / "report.html").is_file()
+    # the cells read the file: ridge on it equals ridge trained on it with `train`
+    assert main(["train", "--csv", str(csv), "--sep", ";", "--date-column", "Zeit",
+                 "--date-format", "%d.%m.%Y", "--horizon", "7", "--method", "ridge",
+                 "--quiet", "--json"]) == 0
+    assert _last_json(capsys)["mse"] == pytest.approx(rows["ridge"]["mse_mean"], rel=1e-12)
+    _own_csv(csv, seed=8)  # the same name, other numbers: other cells, another folder
+    assert main(argv) == 0
+    again = {row["method"]: row for row in _last_json(capsys)["rows"]}
+    assert again["ridge"]["mse_mean"] != rows["ridge"]["mse_mean"]
+    assert (out / f"meters-{frontier.file_sha256(csv)[:8]}-H7-record").is_dir()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--columns", "a"], "--columns chooses the channels of a --csv file"),
+    (["--sep", ";"], "--sep says how a --csv file is written"),
+])
+def test_csv_settings_without_a_csv_are_refused(tmp_path, capsys, argv, needle):
+    out = tmp_path / "out"
+    assert main(["frontier", "--out", str(out), "--budget", "tiny", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+    assert not out.exists()

@@ -10,12 +10,15 @@ from pathlib import Path
 
 from qpriv.cli.common import (
     add_command,
+    add_csv_format_flags,
     add_grid_flags,
+    csv_format_settings,
     emit_json,
     positive_int,
 )
 from qpriv.errors import InvalidInputError
 from qpriv.experiments.frontier import (
+    CSV_METHODS,
     DEFAULT_BACKBONE_SEEDS,
     DEFAULT_EPS,
     DEFAULT_METHODS,
@@ -24,6 +27,7 @@ from qpriv.experiments.frontier import (
     run_frontier,
 )
 from qpriv.experiments.report import write_report_html
+from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.linear import MAX_DP_LINEAR_EPS
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.dpsgd_accounting import MAX_DPSGD_EPS
@@ -32,7 +36,12 @@ from qpriv.privacy.dpsgd_accounting import MAX_DPSGD_EPS
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add ``qpriv frontier`` to the subcommands ``sub``."""
     fr = add_command(sub, "frontier")
-    fr.add_argument("--dataset", default="ETTh1", help="dataset name")
+    data = fr.add_mutually_exclusive_group()
+    data.add_argument("--dataset", default="ETTh1", help="dataset name")
+    data.add_argument("--csv", help="your own CSV with a 'date' column and numeric channels "
+                                    "(the closed-form methods by default: seconds)")
+    fr.add_argument("--columns", nargs="+", help="--csv: the channels to use (default: all)")
+    add_csv_format_flags(fr)
     fr.add_argument("--horizon", type=positive_int, default=24, help="forecast length H")
     fr.add_argument("--unit", choices=UNITS, default="record",
                     help="the privacy unit the frontier is stated at")
@@ -41,10 +50,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          f"(per-pass ones such as ldpt: at most {MAX_EPS:g}; dp-linear: at "
                          f"most {MAX_DP_LINEAR_EPS:g}; DP-SGD: at most {MAX_DPSGD_EPS:g}), "
                          "checked before any cell runs")
-    fr.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS),
+    fr.add_argument("--methods", nargs="+",
                     help="methods: private ones (dp-linear, dpsgd), ldpt (drawn as covering "
                          "neither targets nor weights) and references without eps (public, "
-                         "ridge, classical)")
+                         f"ridge, classical) (default: {' '.join(DEFAULT_METHODS)}; with --csv "
+                         f"{' '.join(CSV_METHODS)}, seconds in all: the trained ones take "
+                         "minutes a cell at the full budget)")
     fr.add_argument("--seeds", type=positive_int, default=DEFAULT_SEEDS,
                     help="noise seeds of the closed-form methods (one for those without noise)")
     fr.add_argument("--backbone-seeds", type=positive_int, default=DEFAULT_BACKBONE_SEEDS,
@@ -65,7 +76,14 @@ def run(args: argparse.Namespace) -> int:
                                 "one")
     budget = args.budget or ("quick" if args.quick else "full")
     quiet = args.quiet or args.json
+    if args.columns is not None and args.csv is None:
+        raise InvalidInputError("--columns chooses the channels of a --csv file; a named "
+                                "dataset's frontier uses all its channels: give --csv PATH, or "
+                                "leave --columns out")
+    settings = csv_format_settings(args)
     report = run_frontier(
+        csv=args.csv, columns=args.columns,
+        csv_format=None if settings is None else CsvFormat(**settings),
         dataset=args.dataset, horizon=args.horizon, unit=args.unit, eps=args.eps,
         methods=args.methods, seeds=args.seeds, backbone_seeds=args.backbone_seeds,
         budget=budget, out_dir=args.out, data_dir=args.data_dir, progress=not quiet,

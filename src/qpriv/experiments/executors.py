@@ -142,23 +142,28 @@ def qpriv_version() -> str:
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """The code and the data a grid's cells ran with: qpriv's version and source digest, and
-    ``(name, sha256)`` of each dataset, found from ``data_dir`` as qpriv always finds them."""
+    """The code and the data a grid's cells ran with: qpriv's version and source digest,
+    ``(name, sha256)`` of each dataset, found from ``data_dir`` as qpriv always finds them, and
+    ``(path, sha256)`` of each user file the cells read (``qpriv frontier --csv``)."""
 
     version: str
     source_sha256: str
     datasets: tuple[tuple[str, str], ...] = ()
     data_dir: str | None = None
+    files: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def here(cls, datasets: Iterable[str] = (), *, data_dir: str | Path | None = None,
-             ) -> Fingerprint:
+             files: Iterable[str | Path] = ()) -> Fingerprint:
         """This machine's fingerprint for ``datasets`` (each located, or downloaded, and
-        verified as :func:`~qpriv.forecasting.datasets.locate_dataset` does)."""
+        verified as :func:`~qpriv.forecasting.datasets.locate_dataset` does) and ``files``
+        (each read where its path says)."""
         digests = tuple((name, file_sha256(locate_dataset(name, path=data_dir)))
                         for name in sorted(set(datasets)))
+        kept = tuple((str(path), _file_digest(Path(path))) for path in sorted(set(map(str,
+                                                                                        files))))
         return cls(version=qpriv_version(), source_sha256=source_sha256(), datasets=digests,
-                   data_dir=None if data_dir is None else str(data_dir))
+                   data_dir=None if data_dir is None else str(data_dir), files=kept)
 
     def check_here(self) -> None:
         """Refuse to run a cell where the code or the data differ from this fingerprint's.
@@ -166,7 +171,8 @@ class Fingerprint:
         Raises:
             InvalidInputError: in one line naming the node, what differs and the fix.
         """
-        here = Fingerprint.here([name for name, _ in self.datasets], data_dir=self.data_dir)
+        here = Fingerprint.here([name for name, _ in self.datasets], data_dir=self.data_dir,
+                                files=[path for path, _ in self.files])
         node = socket.gethostname()
         if (here.version, here.source_sha256) != (self.version, self.source_sha256):
             raise InvalidInputError(
@@ -179,6 +185,19 @@ class Fingerprint:
                 raise InvalidInputError(
                     f"dataset {name} on node {node} has sha256 {have[:12]} but the driver's "
                     f"has {want[:12]}; give every node the driver's file")
+        for (path, want), (_, have) in zip(self.files, here.files, strict=True):
+            if have != want:
+                raise InvalidInputError(
+                    f"file {path} on node {node} has sha256 {have[:12]} but the driver's has "
+                    f"{want[:12]}; give every node the driver's file at that path")
+
+
+def _file_digest(path: Path) -> str:
+    """A user file's sha256, or the line that says it is missing (on a node without it)."""
+    if not path.is_file():
+        raise InvalidInputError(f"{path} cannot be found on {socket.gethostname()}; give every "
+                                "node the driver's file at that path")
+    return file_sha256(path)
 
 
 # -- the executors --------------------------------------------------------------------------

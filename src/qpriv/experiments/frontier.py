@@ -58,9 +58,11 @@ import pandas as pd
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
-from qpriv.experiments.grid import TINY, Budget, Cell, budget_stamp, mean_std
+from qpriv.experiments.grid import TINY, Budget, Cell, CsvData, budget_stamp, mean_std
 from qpriv.experiments.runner import cell_cores, cell_dir, resolve_budget, run_cell
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.csv_input import CsvFormat
+from qpriv.forecasting.datasets import file_sha256
 from qpriv.forecasting.linear import check_dp_linear_eps
 from qpriv.forecasting.linear_run import DEFAULT_DELTA as LINEAR_DELTA
 from qpriv.forecasting.methods import (
@@ -85,6 +87,10 @@ from qpriv.tables import format_cell, format_table
 UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
 """The units a frontier can be stated at."""
 DEFAULT_METHODS = ("dp-linear", "dpsgd", "ldpt", "public", "ridge", "classical")
+CSV_METHODS = ("dp-linear", "public", "ridge")
+"""The methods of a frontier on a user's CSV unless others are asked for: the closed-form ones,
+seconds in all; the trained ones (dpsgd, ldpt, classical) take minutes a cell at the full
+budget and are one ``methods`` away."""
 DEFAULT_EPS = (0.1, 0.5, 1.0, 5.0)
 DEFAULT_SEEDS = 5
 """Noise seeds of the closed-form methods (a fit takes under a second)."""
@@ -282,7 +288,7 @@ def check_frontier_eps(name: str, eps: float) -> float:
 
 
 def check_task(series: Sequence[Series], *, dataset: str, horizon: int, budget: Budget,
-               data_dir: str | Path | None) -> None:
+               data_dir: str | Path | None, csv: CsvData | None = None) -> None:
     """Refuse a dataset or a horizon its splits cannot hold at the longest look-back of the
     frontier's families, before any cell runs: the loader's check
     (:func:`~qpriv.forecasting.windows.load_forecasting_data`, which ``qpriv train`` and
@@ -293,8 +299,9 @@ def check_task(series: Sequence[Series], *, dataset: str, horizon: int, budget: 
     """
     seq_len = max(linear_settings(budget)["seq_len"] if s.family == LINEAR else budget.seq_len
                   for s in series)
-    load_forecasting_data(dataset, seq_len=seq_len, horizon=horizon, data_dir=data_dir,
-                          max_train_windows=1, max_eval_windows=1)
+    data = {"data_dir": data_dir} if csv is None else csv.run_kwargs()
+    load_forecasting_data(dataset, seq_len=seq_len, horizon=horizon, max_train_windows=1,
+                          max_eval_windows=1, **data)
 
 
 def make_out_folder(out_dir: str | Path) -> Path:
@@ -352,16 +359,18 @@ def frontier_jobs(series: Sequence[Series], *, dataset: str, horizon: int
 
 
 def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Path,
-                    data_dir: str | Path | None, threads: int | None) -> Path:
+                    data_dir: str | Path | None, threads: int | None,
+                    csv: CsvData | None = None) -> Path:
     """Fit the linear cell unless it is finished; return its run directory."""
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
     settings = linear_settings(budget)
     fix = f"delete {run_dir} and run again to recompute this cell"
 
     def fit() -> dict:
+        data = {"data_dir": data_dir} if csv is None else csv.run_kwargs()
         return run_forecast(dataset=cell.dataset, horizon=cell.horizon, method=cell.method,
                             eps=cell.eps, seed=cell.seed, unit=unit, out_dir=run_dir,
-                            progress=False, data_dir=data_dir, threads=threads, **settings)
+                            progress=False, threads=threads, **data, **settings)
 
     def same(kept: dict) -> bool:
         return kept.get("seq_len") == settings["seq_len"] and kept.get("unit") == unit
@@ -372,7 +381,8 @@ def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Pa
 
 
 def frontier_job(cell: Cell, *, series: Series, budget: Budget, out_dir: Path,
-                 data_dir: str | Path | None, threads: int) -> CellJob:
+                 data_dir: str | Path | None, threads: int, csv: CsvData | None = None
+                 ) -> CellJob:
     """The cell as a job for an executor (paths made absolute: a task may run elsewhere)."""
     out_dir = Path(out_dir).absolute()
     data_dir = None if data_dir is None else str(Path(data_dir).expanduser().absolute())
@@ -382,19 +392,20 @@ def frontier_job(cell: Cell, *, series: Series, budget: Budget, out_dir: Path,
                    finished=(run_dir / RESULT_FILE).is_file(),
                    work=functools.partial(frontier_run, cell, family=series.family,
                                           unit=series.unit, budget=budget, out_dir=out_dir,
-                                          data_dir=data_dir, threads=threads))
+                                          data_dir=data_dir, threads=threads, csv=csv))
 
 
 def frontier_run(cell: Cell, *, family: str, unit: str | None, budget: Budget, out_dir: Path,
-                 data_dir: str | Path | None, threads: int, progress: bool) -> None:
+                 data_dir: str | Path | None, threads: int, progress: bool,
+                 csv: CsvData | None = None) -> None:
     """Fit or train the cell unless it is finished (its result is read back by
     :func:`row_of`)."""
     if family == LINEAR:
         run_linear_cell(cell, unit=unit, budget=budget, out_dir=out_dir, data_dir=data_dir,
-                        threads=threads)
+                        threads=threads, csv=csv)
     else:
         run_cell(cell, budget=budget, out_dir=out_dir, data_dir=data_dir, progress=progress,
-                 threads=threads)
+                 threads=threads, csv=csv)
 
 
 def run_frontier(
@@ -403,7 +414,7 @@ def run_frontier(
     horizon: int = 24,
     unit: str = "record",
     eps: Sequence[float] = DEFAULT_EPS,
-    methods: Sequence[str] = DEFAULT_METHODS,
+    methods: Sequence[str] | None = None,
     seeds: int = DEFAULT_SEEDS,
     backbone_seeds: int = DEFAULT_BACKBONE_SEEDS,
     budget: str | Budget = "full",
@@ -413,15 +424,21 @@ def run_frontier(
     threads: int | None = None,
     executor: str = "local",
     address: str | None = None,
+    csv: str | Path | None = None,
+    columns: Sequence[str] | None = None,
+    csv_format: CsvFormat | None = None,
 ) -> FrontierReport:
     """Run (or finish) the frontier and write ``frontier.csv``, ``frontier.md`` and
     ``frontier.png`` to ``out_dir/<dataset>-H<horizon>-<unit>/<budget>/``.
 
     Args:
         dataset, horizon, data_dir: the task (a named dataset, found as by ``qpriv train``).
+        csv, columns, csv_format: the task on a user's CSV instead (as ``qpriv train --csv``);
+            its folder and cells are named by the file's stem and the start of its sha256.
         unit: ``record`` or ``window``, the unit the frontier is stated at.
         eps: the budgets, each > 0 (the x-axis).
-        methods: registered methods; see :func:`role_of` for how each is drawn.
+        methods: registered methods; see :func:`role_of` for how each is drawn (default:
+            :data:`DEFAULT_METHODS`, or :data:`CSV_METHODS` on a CSV).
         seeds: noise seeds of the closed-form methods (5; one for those without noise).
         backbone_seeds: seeds of the trained methods (1).
         budget: ``full``, ``quick`` or ``tiny`` (:mod:`qpriv.experiments.grid`), or a Budget.
@@ -445,17 +462,36 @@ def run_frontier(
     """
     horizon = require_positive_int("horizon", horizon)
     budget = resolve_budget(budget)
+    source = None
+    if csv is not None:
+        if data_dir is not None:
+            raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
+                                "file itself: leave {data_dir} out")
+        path = Path(csv).expanduser().resolve()
+        source = CsvData(path=str(path), fmt=csv_format,
+                         columns=None if columns is None else tuple(columns))
+        dataset = path.stem
+    elif columns is not None or csv_format is not None:
+        raise ArgumentError("{columns} and {csv_format} choose the channels of and read a "
+                            "{csv}; a named dataset's frontier uses all its channels: give "
+                            "{csv}, or leave them out")
+    methods = (CSV_METHODS if csv is not None else DEFAULT_METHODS) if methods is None \
+        else methods
     series = plan(unit=unit, eps=eps, methods=methods, seeds=seeds,
                   backbone_seeds=backbone_seeds)
     threads = 1 if threads is None else require_positive_int("threads", threads)
-    check_task(series, dataset=dataset, horizon=horizon, budget=budget, data_dir=data_dir)
+    check_task(series, dataset=dataset, horizon=horizon, budget=budget, data_dir=data_dir,
+               csv=source)
+    if source is not None:  # cells of another file by the same name are other cells
+        dataset = f"{dataset}-{file_sha256(source.path)[:8]}"
     runs = make_executor(executor, address=address)
-    fingerprint = Fingerprint.here([dataset], data_dir=data_dir)
+    fingerprint = (Fingerprint.here([dataset], data_dir=data_dir) if source is None else
+                   Fingerprint.here(files=[source.path]))
     out = make_out_folder(out_dir)
     started = time.perf_counter()
     jobs = frontier_jobs(series, dataset=dataset, horizon=horizon)
     cells = [frontier_job(cell, series=s, budget=budget, out_dir=out, data_dir=data_dir,
-                          threads=threads) for s, cell in jobs]
+                          threads=threads, csv=source) for s, cell in jobs]
     outcomes = runs.run(cells, fingerprint=fingerprint, progress=progress)
     done: dict[tuple[str, float | None], list[tuple[int, Path]]] = {}
     for (s, cell), job, outcome in zip(jobs, cells, outcomes, strict=True):

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from qpriv.forecasting.csv_input import CsvFormat
+
 PAPER_EPS = (0.1, 0.5, 1.0, 5.0)
 PAPER_SEEDS = (2024, 2025, 2026)
 PAPER_HORIZONS = (24, 48, 96, 168, 336, 720)
@@ -47,6 +49,22 @@ class Cell:
     def group(self) -> tuple:
         """What a table row is: the cell without its seed (seeds are averaged)."""
         return (self.dataset, self.horizon, self.method, self.eps, self.overrides)
+
+
+@dataclass(frozen=True)
+class CsvData:
+    """A user's CSV as the data of a grid's cells (``qpriv frontier --csv``): the file, as an
+    absolute path (a cell may run elsewhere), the channels kept and how the file is written.
+    The cells' ``dataset`` is a label for their keys; the file is read from here."""
+
+    path: str
+    columns: tuple[str, ...] | None = None
+    fmt: CsvFormat | None = None
+
+    def run_kwargs(self) -> dict[str, Any]:
+        """The data arguments of :func:`qpriv.forecasting.run.run_forecast`."""
+        return {"csv": self.path, "csv_format": self.fmt,
+                "columns": None if self.columns is None else list(self.columns)}
 
 
 @dataclass(frozen=True)

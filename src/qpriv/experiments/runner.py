@@ -26,7 +26,7 @@ from qpriv.audits.mia import mia_on_run
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import FIGURES
-from qpriv.experiments.grid import BUDGETS, Budget, Cell, Experiment, mean_std
+from qpriv.experiments.grid import BUDGETS, Budget, Cell, CsvData, Experiment, mean_std
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.forecasting.config import ModelConfig
@@ -211,8 +211,9 @@ def reproduce_cell(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_di
 
 
 def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path | None,
-             progress: bool, threads: int | None) -> Path:
-    """Train the cell unless it is finished; return its run directory."""
+             progress: bool, threads: int | None, csv: CsvData | None = None) -> Path:
+    """Train the cell unless it is finished; return its run directory. ``csv``: the cell's
+    data is that file, not the dataset ``cell.dataset`` names (``data_dir`` is then None)."""
 
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
     overrides = dict(budget.model) | dict(cell.overrides)
@@ -229,6 +230,7 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
             overrides=overrides or None, out_dir=run_dir,
             resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
             data_dir=data_dir, threads=threads, rigorous=budget.rigorous,
+            **({} if csv is None else csv.run_kwargs()),
         )
 
     cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),

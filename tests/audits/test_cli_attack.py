@@ -95,3 +95,61 @@ def test_bad_input_exits_2(capsys, ldpt_run_dir, argv, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and needle in err
+
+
+@pytest.fixture(scope="module")
+def linear_run_dir(tmp_path_factory):
+    """A dp-linear run (record eps 1) on a generated hourly series: seconds, no ETT needed."""
+    import numpy as np
+    import pandas as pd
+
+    folder = tmp_path_factory.mktemp("linear")
+    steps = np.arange(3000)
+    rng = np.random.default_rng(3)
+    pd.DataFrame({
+        "date": pd.date_range("2021-01-01", periods=3000, freq="h").strftime("%Y-%m-%d %H:%M"),
+        "a": np.sin(2 * np.pi * steps / 24) + 0.3 * rng.standard_normal(3000),
+        "b": np.cos(2 * np.pi * steps / 24) + 0.3 * rng.standard_normal(3000),
+    }).to_csv(folder / "series.csv", index=False)
+    out = folder / "run"
+    assert main(["train", "--csv", str(folder / "series.csv"), "--method", "dp-linear",
+                 "--eps", "1", "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_attack_mia_reads_a_dp_linear_run(capsys, linear_run_dir):
+    """Issue 42, item 3: the recommended model is checked by the attack that checks the others
+    (it was refused: "this reads runs of the LDPT backbone")."""
+    assert main(["attack", "mia", str(linear_run_dir), "--n", "64", "--json"]) == 0
+    payload = _last_json(capsys)
+    assert payload["method"] == "dp-linear" and payload["eps"]["unit"] == "record"
+    assert payload["attack"]["n_members"] == payload["attack"]["n_nonmembers"] == 64
+    assert not any("not for the trained weights" in note for note in payload["notes"])
+    # the attack's losses are the kernel's: over every test window they average to the run's
+    # own test MSE, computed by the fit's evaluation
+    import numpy as np
+
+    from qpriv.audits.mia import window_losses
+    from qpriv.forecasting.artifacts import load_run
+
+    run = load_run(linear_run_dir)
+    test = run.data().test
+    losses = window_losses(run, test, index=np.arange(len(test)), seed=0)
+    assert losses.mean() == pytest.approx(run.result.raw["mse"], rel=1e-9)
+
+
+def test_the_audits_say_why_they_do_not_apply_to_a_linear_run(capsys, linear_run_dir):
+    """Issue 42, item 3: not applicable, with the reason, instead of a refusal."""
+    assert main(["audit", "run", str(linear_run_dir), "--json"]) == 0
+    audits = _last_json(capsys)["audits"]
+    assert [a["status"] for a in audits] == ["not applicable"] * 6
+    assert "no quantum feature path" in audits[0]["detail"]
+    for argv in ([str(linear_run_dir)], ["--method", "dp-linear"]):
+        assert main(["audit", "sidechannel", *argv, "--json"]) == 0
+        report = _last_json(capsys)
+        assert report["applicable"] is False
+        assert report["reason"].startswith("no per-window normalisation and no quantum channel")
+    assert main(["audit", "sidechannel", str(linear_run_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "not applicable: no per-window normalisation" in " ".join(" ".join(lines).split())
+    assert max(map(len, lines)) <= 100

@@ -41,7 +41,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range, require_positive_int
-from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
+from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
+from qpriv.forecasting.windows import WindowDataset
 from qpriv.training.evaluation import per_window_losses
 from qpriv.training.seeding import derive_seed
 
@@ -197,22 +198,35 @@ def membership_inference(
     )
 
 
+def window_losses(run: LoadedRun | LinearRun, windows: WindowDataset, *, index: np.ndarray,
+                  seed: int) -> np.ndarray:
+    """The MSE of each selected window over its (H, C) targets under the run's model: one
+    seeded pass of the LDPT backbone (:func:`~qpriv.training.evaluation.per_window_losses`), or
+    the linear kernel's deterministic forecast."""
+    if isinstance(run, LoadedRun):
+        return per_window_losses(run.model, windows, index=index, seed=seed).numpy()
+    x, y = windows.windows(torch.as_tensor(index, dtype=torch.long))
+    forecast = run.model.predict(x.double().numpy())
+    return np.square(forecast - y.double().numpy()).mean(axis=(1, 2))
+
+
 def mia_on_run(
-    run: str | Path | LoadedRun,
+    run: str | Path | LoadedRun | LinearRun,
     *,
     n: int = PAPER_N,
     seed: int = DEFAULT_SEED,
     folds: int = DEFAULT_FOLDS,
     data_dir: str | Path | None = None,
 ) -> dict:
-    """The Table 9 attack on a finished forecasting run.
+    """The Table 9 attack on a finished forecasting run, of the LDPT backbone or of the linear
+    family (whose weights the attack reads are what dp-linear's guarantee covers).
 
     Members are ``n`` of the run's training windows (the windows it was trained on, with its
     window limit), non-members ``n`` of the test windows that share no row with the training
     split (every test window on ETT); both sets are drawn at random with ``seed`` and cut to
     the smaller split's size when a split holds fewer than ``n`` (the result says how many). The
     per-window losses come from one pass of the best-validation model with its noise seeded
-    from ``seed``.
+    from ``seed`` (a linear kernel draws no noise).
 
     Returns:
         ``{"run", "method", "eps_per_pass", "horizon", "n_requested", "attack": MIAResult
@@ -220,11 +234,11 @@ def mia_on_run(
 
     Raises:
         InvalidInputError: a run directory that is not a finished run (see
-            :func:`~qpriv.forecasting.artifacts.load_backbone_run`), data that cannot be found, or
+            :func:`~qpriv.forecasting.artifacts.load_run`), data that cannot be found, or
             ``n`` < ``folds``.
     """
     n = require_positive_int("n (windows per class)", n)
-    loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
+    loaded = run if isinstance(run, (LoadedRun, LinearRun)) else load_run(run, data_dir=data_dir)
     data = loaded.data(limit_eval=False)
     # a non-member shares no row with the training split: on a short user CSV the first test
     # windows' look-backs can reach back into it (on ETT the validation split lies between)
@@ -240,11 +254,10 @@ def mia_on_run(
     rng = np.random.default_rng(derive_seed(seed, "mia-sample"))
     member_index = np.sort(rng.choice(len(data.train), size=n_used, replace=False))
     nonmember_index = np.sort(rng.choice(unseen, size=n_used, replace=False))
-    model = loaded.model
-    members = per_window_losses(model, data.train, index=member_index,
-                                seed=derive_seed(seed, "mia-members"))
-    nonmembers = per_window_losses(model, data.test, index=nonmember_index,
-                                   seed=derive_seed(seed, "mia-nonmembers"))
+    members = window_losses(loaded, data.train, index=member_index,
+                            seed=derive_seed(seed, "mia-members"))
+    nonmembers = window_losses(loaded, data.test, index=nonmember_index,
+                               seed=derive_seed(seed, "mia-nonmembers"))
     attack = membership_inference(members, nonmembers, seed=seed, folds=folds)
 
     notes = []
@@ -260,11 +273,11 @@ def mia_on_run(
         )
     return {
         "run": str(loaded.run_dir),
-        "method": loaded.method,
+        "method": loaded.result.method,
         "eps_per_pass": loaded.result.raw.get("eps_per_pass"),
         "privacy": loaded.result.privacy,
         "eps": loaded.result.raw.get("eps") or loaded.result.raw.get("eps_total"),
-        "horizon": loaded.config.horizon,
+        "horizon": loaded.request.horizon,
         "n_requested": n,
         "protocol": ("members: the run's training windows; non-members: test windows (a later "
                      "period of the series, so period shift adds to what the attack sees)"),

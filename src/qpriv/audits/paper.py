@@ -40,7 +40,7 @@ import torch
 
 from qpriv.audits.channel import audit_channel
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
-from qpriv.forecasting.artifacts import LoadedRun, load_backbone_run
+from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_backbone_run, load_run
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import read_request
 from qpriv.forecasting.windows import ForecastData
@@ -116,6 +116,12 @@ AUDIT_NAMES = {
     5: "MSE tracks eps (Table 3)",
     6: "fidelity tracks eps (Table 7)",
 }
+
+
+LINEAR_REASON = ("{method} is a linear forecaster: it has no quantum feature path (no channel, "
+                 "calibration, token states or per-pass composition) for the audits of section "
+                 "7.9 to check; what its weights leak: qpriv attack mia RUN_DIR")
+"""Why each of the six audits is not applicable to a run of the linear family."""
 
 
 def _not_applicable(number: int, reason: str) -> AuditResult:
@@ -623,7 +629,7 @@ def audit_fidelity_tracks_eps(
 # --- all six --------------------------------------------------------------------------------
 
 def run_audits(
-    run: str | Path | LoadedRun,
+    run: str | Path | LoadedRun | LinearRun,
     *,
     ladder: Sequence[float] = DEFAULT_LADDER,
     windows: int = DEFAULT_WINDOWS,
@@ -634,7 +640,8 @@ def run_audits(
     discover: bool = True,
 ) -> list[AuditResult]:
     """The six audits of section 7.9 on the finished run ``run`` (a directory or a
-    :class:`LoadedRun`), in the paper's order.
+    :class:`LoadedRun`), in the paper's order; a run of the linear family has none of what
+    they check, and each is not applicable (:data:`LINEAR_REASON`).
 
     Args:
         ladder: the eps of audits 5 and 6 (default 0.1, 0.5, 1, 5: Tables 3 and 7).
@@ -654,7 +661,10 @@ def run_audits(
         InvalidInputError: not a finished run, data not found, a bad ladder, windows or pairs,
             a compared run that differs in more than eps.
     """
-    loaded = run if isinstance(run, LoadedRun) else load_backbone_run(run, data_dir=data_dir)
+    loaded = run if isinstance(run, (LoadedRun, LinearRun)) else load_run(run, data_dir=data_dir)
+    if isinstance(loaded, LinearRun):  # nothing of section 7.9 exists in it
+        return [_not_applicable(number, LINEAR_REASON.format(method=loaded.result.method))
+                for number in AUDIT_NAMES]
     windows = require_positive_int("windows", windows)
     pairs = require_positive_int("pairs", pairs)
     _check_ladder(ladder)  # a run without a claim skips audits 5 and 6, yet a bad value is bad

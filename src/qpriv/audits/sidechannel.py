@@ -64,9 +64,9 @@ from qpriv.errors import (
     require_in_range,
     require_positive_int,
 )
-from qpriv.forecasting.artifacts import load_backbone_run
+from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import DEFAULT_EPS, setup_method
+from qpriv.forecasting.methods import DEFAULT_EPS, LINEAR, setup_method
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.windows import load_forecasting_data
@@ -163,6 +163,33 @@ class SideChannelReport:
     def as_dict(self) -> dict:
         """A JSON-ready dict (the fix's audit nested as a dict)."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """What :func:`audit_sidechannel` returns for a model the audit cannot meaningfully check:
+    ``subject`` what was asked about, ``reason`` why there is nothing to probe."""
+
+    subject: str
+    reason: str
+    applicable: bool = False
+
+    def as_dict(self) -> dict:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def linear_not_applicable(method: str, subject: str) -> NotApplicable:
+    """The side-channel audit of a linear forecaster: not applicable. It has no per-window
+    normalisation and no quantum channel; its forecast is the kernel applied to the window."""
+    entry = method_entry(method)
+    covered = ("its (eps, delta) guarantee covers that kernel, and so every forecast"
+               if entry.needs_eps else f"{method} claims no guarantee ({entry.privacy}), so "
+               "there is nothing for a side channel to bypass")
+    return NotApplicable(subject=subject, reason=(
+        "no per-window normalisation and no quantum channel: a linear forecaster's forecast is "
+        f"its released kernel applied to the window, with no other path from it; {covered} "
+        "(what the weights leak: qpriv attack mia RUN_DIR)"))
 
 
 # --- probes -----------------------------------------------------------------------------------
@@ -672,8 +699,9 @@ def audit_sidechannel(
     seed: int = 0,
     data_dir: str | Path | None = None,
     accounting: str = "rigorous",
-) -> SideChannelReport:
-    """The front door of ``qpriv audit sidechannel``: audit a finished run or a method.
+) -> SideChannelReport | NotApplicable:
+    """The front door of ``qpriv audit sidechannel``: audit a finished run or a method (a
+    linear forecaster's, run or method, is :class:`NotApplicable`).
 
     With ``run_dir``: the trained model of that run
     (:func:`qpriv.forecasting.artifacts.load_backbone_run`) on ``windows`` evenly spaced windows
@@ -710,6 +738,8 @@ def audit_sidechannel(
             )
         return _audit_run(run_dir, count=count, seed=seed, data_dir=data_dir,
                           accounting=accounting)
+    if method_entry(method).family == LINEAR:
+        return linear_not_applicable(method, f"method {method}")
     if eps is not None and not method_entry(method).needs_eps:
         raise ArgumentError(f"method {method!r} adds no noise and takes no {{eps}}; leave it "
                             "out")
@@ -731,7 +761,11 @@ def audit_sidechannel(
 
 
 def _audit_run(run_dir: str | Path, *, count: int, seed: int, data_dir: str | Path | None,
-               accounting: str) -> SideChannelReport:
+               accounting: str) -> SideChannelReport | NotApplicable:
+    found = load_run(run_dir, data_dir=data_dir)
+    if isinstance(found, LinearRun):
+        return linear_not_applicable(found.result.method,
+                                     f"{found.result.method} run {found.run_dir}")
     run = load_backbone_run(run_dir, data_dir=data_dir)
     cfg = run.config
     try:

@@ -15,6 +15,7 @@ from qpriv.cli.common import (
     existing_path,
     positive_int,
     print_table,
+    print_wrapped,
     seed_int,
 )
 from qpriv.tables import format_table
@@ -134,8 +135,12 @@ def run_run(args: argparse.Namespace) -> int:
         [[a.number, a.name, a.status.upper() if a.passed is not None else a.status,
           a.measured, a.threshold] for a in audits],
     )
-    for a in audits:
-        print(f"{a.number}. {a.detail}")
+    details = {a.detail for a in audits}
+    if len(details) == 1:  # one reason for all (a linear run: none of them applies)
+        print_wrapped(f"1-{len(audits)}. {details.pop()}")
+    else:
+        for a in audits:
+            print_wrapped(f"{a.number}. {a.detail}")
     return 1 if failed else 0
 
 
@@ -150,13 +155,20 @@ def _sidechannel_table(report: SideChannelReport) -> str:
 def run_sidechannel(args: argparse.Namespace) -> int:
     """Print the side-channel audit; exit code 1 if a path bypasses the channel."""
     # imported when the command runs, not with its parser (benchmarks/startup.py)
-    from qpriv.audits.sidechannel import audit_sidechannel
+    from qpriv.audits.sidechannel import NotApplicable, audit_sidechannel
 
     report = audit_sidechannel(
         run_dir=args.run_dir, method=args.method, eps=args.eps, gate=args.gate,
         normalisation=args.normalisation, windows=args.windows, seed=args.seed,
         data_dir=args.data_dir, accounting=args.accounting,
     )
+    if isinstance(report, NotApplicable):
+        if args.json:
+            emit_json(report.as_dict())
+        else:
+            print_wrapped(f"Side-channel audit of the {report.subject}: not applicable: "
+                          f"{report.reason}")
+        return 0
     if args.json:
         emit_json(report.as_dict())
         return 0 if report.passed else 1

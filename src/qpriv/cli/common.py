@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -273,6 +274,13 @@ def after_interrupt(args: argparse.Namespace | None) -> str:
         return ("; run it again with the same --out to continue" if out else
                 "; nothing was kept (give --out to keep finished runs)")
     return ""
+
+
+def print_wrapped(text: str, *, indent: str = "  ") -> None:
+    """Print ``text`` wrapped at :data:`~qpriv.tables.TABLE_WIDTH` columns, its later lines
+    indented by ``indent``."""
+    print(textwrap.fill(text, width=TABLE_WIDTH, subsequent_indent=indent,
+                        break_on_hyphens=False))
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

@@ -258,6 +258,13 @@ def test_train_json_has_the_contract_keys(capsys, tmp_path):
     assert capsys.readouterr().err == (
         f"qpriv: error: --out {tmp_path / 'r'} already holds a finished run; add --resume to "
         "continue or read it, or choose another --out\n")
+    # the summary gives an epoch's time in its two parts; it said "s/epoch" for the training
+    # part alone, beside epoch lines (training and validation) three times as long (issue 42)
+    history = json.loads((tmp_path / "r" / "result.json").read_text())["history"]
+    assert main([word for word in argv if word != "--json"] + ["--resume"]) == 0
+    summary = " ".join(capsys.readouterr().out.split())
+    assert (f"{history[0]['train_seconds']:.1f} s training + {history[0]['val_seconds']:.1f} s "
+            "validation per epoch") in summary
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")

@@ -33,6 +33,7 @@ from qpriv.experiments.report import (
     forecast_windows,
     learning_curves_png,
     number_text,
+    reference_block,
     render_report,
     write_report_html,
 )
@@ -40,6 +41,7 @@ from qpriv.forecasting import datasets
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
@@ -549,3 +551,32 @@ def test_more_windows_than_the_split_holds_draws_them_all_and_says_so(ridge_run,
     assert len(page.images) == 1
     assert ("for 4 test windows (all the run's test split holds: 6 were asked)"
             in "".join(page.text))
+
+
+def test_a_run_report_shows_the_floor_and_the_reference_beside_its_score(ridge_run, tmp_path):
+    """Issue 42, item 5: the page read a score with nothing to compare it with. The floor and
+    the reference are fitted on the run's own data: a ridge run is its own reference (capture
+    100 %), a public run its own floor (capture 0 %)."""
+    public_run = tmp_path / "public"
+    run_forecast(method="public", seq_len=168, horizon=24, max_train_windows=64,
+                 max_eval_windows=4, out_dir=public_run, progress=False)
+    for run_dir, own, capture in ((ridge_run, "ridge: non-private reference, same features",
+                                   "100%"),
+                                  (public_run, "public floor: reads no training data", "0%")):
+        result = ForecastResult.from_json(json.loads((run_dir / "result.json").read_text()))
+        block = reference_block(run_dir, result=result, data_dir=None)
+        rows = {row[0].text: row[1].text for row in block.rows}
+        assert rows[own] == number_text(result.mse)
+        assert rows["capture = (floor - run) / (floor - ridge)"] == capture
+
+
+def test_forecasts_are_drawn_in_the_datas_own_units(ridge_run):
+    """Issue 42, item 5: the plot was z-scored while f.csv and train's errors are in the data's
+    units: the actual values drawn are the file's own rows."""
+    run = load_run(ridge_run)
+    drawn = forecast_windows(run, count=2)
+    _, actual, _ = drawn.in_data_units()
+    raw = pd.read_csv(run.data().source)[list(run.request.channels)].to_numpy()
+    for window, row in enumerate(drawn.file_rows):
+        expected = raw[row:row + actual.shape[1]]
+        assert np.allclose(actual[window], expected, rtol=1e-5, atol=1e-4)

@@ -163,6 +163,14 @@ WIDTH = 100
 """The printed summary's line width."""
 
 
+def _epoch_seconds(result: ForecastResult) -> str:
+    """An epoch's wall time in its two parts: the progress bar's epoch lines show their sum
+    (a line of "10.1 s/epoch" beside epochs of 30 s read as a wrong number)."""
+    validation = [float(row.get("val_seconds") or 0.0) for row in result.history]
+    mean = sum(validation) / len(validation) if validation else 0.0
+    return f"{result.seconds_per_epoch:.1f} s training + {mean:.1f} s validation"
+
+
 def _at_commas(text: str) -> str:
     """``text`` broken after its commas into lines of at most :data:`WIDTH` (a number stays
     beside its unit), the later ones indented."""
@@ -187,7 +195,7 @@ def _print_result(result: ForecastResult) -> None:
     else:
         scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), best val loss "
                   f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}, "
-                  f"{result.seconds_per_epoch:.1f} s/epoch")
+                  f"{_epoch_seconds(result)} per epoch")
     print(_at_commas(f"{result.method} on {result.dataset}, H = {result.horizon}: {scores}, "
                      f"{result.params_total:,} parameters"))
     if result.original_units:

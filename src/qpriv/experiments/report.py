@@ -60,6 +60,7 @@ from qpriv.experiments.runner import (
     epsilon_legend,
 )
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
+from qpriv.forecasting.linear import floor_and_reference
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import atomic_write_text, read_json_object
@@ -354,24 +355,24 @@ def forecasts_png(*, lookback: np.ndarray, actual: np.ndarray, forecast: np.ndar
     n_windows, n_channels = lookback.shape[0], lookback.shape[2]
     horizon = actual.shape[1]
     tail = min(lookback.shape[1], max(2 * horizon, 48))
-    fig, axes = plt.subplots(n_channels, n_windows, figsize=(3.3 * n_windows,
-                                                               1.35 * n_channels + 0.6),
-                             dpi=80, squeeze=False, sharex=True)
+    fig, axes = plt.subplots(n_channels, n_windows, figsize=(3.6 * n_windows,
+                                                               1.6 * n_channels + 0.7),
+                             dpi=90, squeeze=False, sharex=True)
     past = np.arange(-tail, 0)
     ahead = np.arange(0, horizon)
     for w in range(n_windows):
-        axes[0][w].set_title(titles[w], fontsize=8)
+        axes[0][w].set_title(titles[w], fontsize=9)
         for c in range(n_channels):
             ax = axes[c][w]
             ax.plot(past, lookback[w, -tail:, c], color="0.55", lw=1, label="look-back")
             ax.plot(ahead, actual[w, :, c], color="black", lw=1.2, label="actual")
             ax.plot(ahead, forecast[w, :, c], color="C3", lw=1.2, label="forecast")
             ax.axvline(-0.5, color="0.8", lw=0.8)
-            ax.tick_params(labelsize=6)
+            ax.tick_params(labelsize=8)
             if w == 0:
-                ax.set_ylabel(channels[c], fontsize=8)
-    axes[-1][0].set_xlabel("step (0 = first forecast step)", fontsize=7)
-    axes[0][-1].legend(fontsize=6, loc="upper left")
+                ax.set_ylabel(channels[c], fontsize=9)
+    axes[-1][0].set_xlabel("step (0 = first forecast step)", fontsize=9)
+    axes[0][-1].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return _png(fig)
 
@@ -426,11 +427,20 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                    (f"test MAE, mean of {raw.get('passes')} passes", raw.get("mae_mean"))]
     scores += [("validation MSE (best epoch)", result.val_loss),
                ("best epoch", result.best_epoch or None),
-               ("seconds per epoch", result.seconds_per_epoch),
+               ("seconds per epoch, training", result.seconds_per_epoch),
+               ("seconds per epoch, validation", _mean_of(result.history, "val_seconds")),
                ("diverged at epoch", result.diverged_epoch)]
     if result.epochs is None:
         scores.append(("seconds (closed-form fit)", raw.get("seconds")))
     section.blocks.append(key_values("Scores", scores, headers=("score", "value")))
+    section.blocks.append(reference_block(run_dir, result=result, data_dir=data_dir))
+    units = raw.get("original_units") or {}
+    if isinstance(units.get("mse"), Mapping) and isinstance(units.get("mae"), Mapping):
+        section.blocks.append(table(
+            "Test errors per channel in the data's own units (the z-scored errors times the "
+            "training split's per-channel std), as qpriv train prints them",
+            ["channel", "test MSE", "test MAE"],
+            [[name, value, units["mae"].get(name)] for name, value in units["mse"].items()]))
     named = [(key, claim) for key, claim in result.claims.items()]
     named += [(f"rigorous {key}", PrivacyClaim.from_json(entry))
               for key, entry in result.rigorous.items()
@@ -456,6 +466,44 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
     return section
 
 
+def _mean_of(history: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    values = [float(row[key]) for row in history if row.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def reference_block(run_dir: Path, *, result: ForecastResult,
+                    data_dir: str | Path | None) -> Block:
+    """The run's test MSE beside the public floor (reads no training data) and the
+    non-private ridge, fitted on the run's own data and scored on its test split
+    (:func:`~qpriv.forecasting.linear.floor_and_reference`, seconds), with the capture
+    (floor - run) / (floor - ridge); a note instead where they cannot be computed.
+
+    Raises:
+        InvalidInputError: ``data_dir`` does not hold the run's data.
+    """
+    if result.mse is None:
+        return Text("No floor or reference shown: the run has no test score.")
+    try:
+        run = load_run(run_dir, data_dir=data_dir)
+        spec = run.request.model.get("spec") if isinstance(run, LinearRun) else None
+        period = spec.get("period") if isinstance(spec, Mapping) else None
+        scores = floor_and_reference(run.data(), period=period)
+    except InvalidInputError as error:
+        if data_dir is not None:  # the data the caller named is not the run's
+            raise
+        return Text(f"Floor and non-private reference not computed: {error}")
+    floor, ridge = scores["public"], scores["ridge"]
+    capture = ((floor - result.mse) / (floor - ridge)) if floor > ridge else None
+    rows = [(f"this run ({result.method})", result.mse),
+            ("public floor: reads no training data", floor),
+            ("ridge: non-private reference, same features", ridge),
+            ("capture = (floor - run) / (floor - ridge)",
+             None if capture is None else f"{capture:.0%}")]
+    return key_values("Test MSE (z-scored) beside the floor a private method must beat and the "
+                      "non-private reference, both fitted on this run's data and scored on its "
+                      "test split", rows, headers=("forecaster", "test MSE"))
+
+
 @dataclass(frozen=True)
 class Forecasts:
     """Test windows and the trained model's forecasts of them, in z-scored units."""
@@ -470,6 +518,13 @@ class Forecasts:
     """``(windows, H, C)``."""
     file_rows: tuple[int, ...]
     """The data row (0-based, in the file) of each window's first forecast step."""
+    scaler: Any = None
+    """The loader's z-scaler of the run's data (:meth:`in_data_units` maps back with it)."""
+
+    def in_data_units(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(lookback, actual, forecast)`` in the data's own units."""
+        return tuple(np.asarray(self.scaler.inverse_transform(np.asarray(a, dtype=np.float64)))
+                     for a in (self.lookback, self.actual, self.forecast))
 
 
 def forecast_windows(run: LoadedRun | LinearRun, *,
@@ -482,7 +537,8 @@ def forecast_windows(run: LoadedRun | LinearRun, *,
     Raises:
         InvalidInputError: the run's data cannot be found, or is not the file it used.
     """
-    test = run.data().test
+    data = run.data()
+    test = data.test
     index = np.unique(np.linspace(0, len(test) - 1, min(count, len(test))).round()
                       ).astype(np.int64)
     x, y = test.windows(index)
@@ -495,7 +551,7 @@ def forecast_windows(run: LoadedRun | LinearRun, *,
     return Forecasts(index=index, lookback=x.numpy(), actual=y.numpy(),
                      forecast=np.asarray(prediction, dtype=np.float64),
                      file_rows=tuple(test.row_offset + int(test.starts[i]) + test.seq_len
-                                     for i in index))
+                                     for i in index), scaler=data.scaler)
 
 
 def forecast_blocks(run_dir: Path, *, result: ForecastResult, data_dir: str | Path | None,
@@ -525,17 +581,18 @@ def forecast_blocks(run_dir: Path, *, result: ForecastResult, data_dir: str | Pa
         return [Text(f"Forecasts not drawn: {error}")]
     horizon = drawn.actual.shape[1]
     total = run.result.windows.get("test", "?")
-    titles = [f"test window {i + 1} of {total} (data rows {row}-{row + horizon - 1})"
+    titles = [f"window {i + 1}/{total}, rows {row}-{row + horizon - 1}"
               for i, row in zip(drawn.index, drawn.file_rows, strict=True)]
-    png = forecasts_png(lookback=drawn.lookback, actual=drawn.actual, forecast=drawn.forecast,
+    lookback, actual, forecast = drawn.in_data_units()
+    png = forecasts_png(lookback=lookback, actual=actual, forecast=forecast,
                         channels=run.request.channels, titles=titles)
     count = len(drawn.index)
     fewer = (f" (all the run's test split holds: {windows} were asked)" if count < windows
              else "")
     return [png_figure(
         f"Forecasts of the best-validation model for {count} test windows{fewer}, per "
-        "channel (z-scored units): the look-back's tail (grey), the actual values (black) and "
-        "the forecast (red)", png)]
+        "channel in the data's own units: the look-back's tail (grey), the actual values "
+        "(black) and the forecast (red)", png)]
 
 
 # -- a classifier run ---------------------------------------------------------------------------

@@ -107,6 +107,7 @@ __all__ = [
     "evaluate",
     "fit_dp_linear",
     "fit_ridge",
+    "floor_and_reference",
     "linear_maps",
     "output_basis",
     "prediction_basis",
@@ -286,6 +287,18 @@ def default_spec(data: ForecastData, *, period: int | None = None) -> LinearSpec
     what ``select='fixed'`` fits and the ridge reference's features. ``period`` None: read
     from the data's timestamps (:func:`qpriv.forecasting.seasonality.seasonal_period`)."""
     return base_spec(seq_len=data.seq_len, period=resolve_period(data.dates, period))
+
+
+def floor_and_reference(data: ForecastData, *, period: int | None = None) -> dict[str, float]:
+    """Test MSE (z-scored, on ``data``'s test split) of the public floor, which reads no
+    training data, and of the non-private ridge, both on the fixed design for the data's
+    shapes (:func:`default_spec`): what ``qpriv train --method public`` and ``--method ridge``
+    report on the same data. Any forecaster's score is read between the two: capture =
+    (floor - score) / (floor - ridge). Seconds."""
+    spec = default_spec(data, period=period)
+    floor = public_forecaster(seq_len=data.seq_len, horizon=data.horizon, spec=spec)
+    return {"public": evaluate(floor, data.test)["mse"],
+            "ridge": evaluate(fit_ridge(data, spec=spec), data.test)["mse"]}
 
 
 def fit_dp_linear(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -256,5 +257,32 @@ def test_a_released_linear_model_forecasts_and_reports_without_its_settings(tmp_
     assert main(["report", str(released), "--data-dir", str(data)]) == 0
     assert "Forecasts not drawn" not in (released / "report.html").read_text()
     (released / "linear.npz").unlink()
-    with pytest.raises(InvalidInputError, match=r"it has no config\.json.*released linear model"):
+    with pytest.raises(InvalidInputError, match=r"it has no config\.json.*released model, a "
+                                                r"folder with its result\.json and its "
+                                                r"weights, linear\.npz or best\.pt"):
         load_run(released)
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_a_released_backbone_model_forecasts_reports_and_is_audited(ldpt_run_dir, tmp_path):
+    """The claims' advice (share best.pt and result.json, not config.json) held for the linear
+    family only: a released LDPT folder was refused (issue 42, D1). It forecasts as the run
+    does, and with its data named it is reported and audited on the run's very windows."""
+    released = tmp_path / "released"
+    released.mkdir()
+    for name in ("result.json", "best.pt"):
+        shutil.copy(ldpt_run_dir / name, released / name)
+    data = load_run(ldpt_run_dir).data().source
+    whole, bare = tmp_path / "whole.csv", tmp_path / "bare.csv"
+    for run, out in ((ldpt_run_dir, whole), (released, bare)):
+        assert main(["forecast", str(run), "--csv", str(data), "--passes", "3",
+                     "--out", str(out)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(whole), pd.read_csv(bare))
+    full, bare_run = load_run(ldpt_run_dir), load_run(released, data_dir=data)
+    assert bare_run.request.eps_per_pass == full.request.eps_per_pass
+    assert {s: len(getattr(bare_run.data(), s)) for s in ("train", "val", "test")} == \
+        {s: len(getattr(full.data(), s)) for s in ("train", "val", "test")}
+    assert main(["report", str(released), "--data-dir", str(data)]) == 0
+    assert "Forecasts not drawn" not in (released / "report.html").read_text()
+    assert main(["audit", "run", str(released), "--data-dir", str(data), "--windows", "4",
+                 "--pairs", "50", "--no-discover"]) == 0

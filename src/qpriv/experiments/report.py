@@ -109,9 +109,9 @@ class Contents:
 
 
 def _is_run(path: Path) -> bool:
-    """A run folder, or a released linear model (its result and kernel, no settings)."""
-    return (path / RESULT_FILE).is_file() and (
-        (path / CONFIG_FILE).is_file() or (path / LINEAR_MODEL_FILE).is_file())
+    """A run folder, or a released model (its result and weights, no settings)."""
+    return (path / RESULT_FILE).is_file() and any(
+        (path / name).is_file() for name in (CONFIG_FILE, LINEAR_MODEL_FILE, BEST_FILE))
 
 
 def _is_classifier_run(path: Path) -> bool:
@@ -387,7 +387,7 @@ def _source_name(source: Any) -> str | None:
 def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | None,
                          windows: int = FORECAST_WINDOWS) -> Section:
     """Settings, scores, claims, learning curves and forecasts of one forecasting run."""
-    # a released linear model has no settings file: its result says what the report shows
+    # a released model has no settings file: its result says what the report shows
     request = (read_json_object(run_dir / CONFIG_FILE, fix=_FIX)
                if (run_dir / CONFIG_FILE).is_file() else {})
     raw = read_json_object(run_dir / RESULT_FILE, fix=_FIX)

@@ -227,24 +227,40 @@ def _is_linear(request: dict) -> bool:
 
 
 def _released_request(path: Path) -> dict | None:
-    """The settings of a released linear model (``result.json`` and ``linear.npz``, shared
-    without ``config.json``, as every claim's notes advise), rebuilt from its result: what a
-    forecast needs (method, shapes, channels, the fitted design). The training file's path and
-    digest are not in it, so a forecast is given its data and a report its test data
-    (``--data-dir``). None where the folder is not one."""
-    if not ((path / RESULT_FILE).is_file() and (path / LINEAR_MODEL_FILE).is_file()):
+    """The settings of a released model (``result.json`` with the weights, ``linear.npz`` of
+    a linear forecaster or ``best.pt`` of the LDPT backbone, shared without ``config.json``, as
+    every claim's notes advise), rebuilt from its result: what a forecast needs (method,
+    shapes, channels, the model's settings; the backbone's scaler is in the result's
+    ``inference``). The training file's path and digest are not in it, so a forecast is given
+    its data and a report its test data (``--data-dir``). None where the folder is not one."""
+    if not (path / RESULT_FILE).is_file():
+        return None
+    weights = LINEAR_MODEL_FILE if (path / LINEAR_MODEL_FILE).is_file() else \
+        BEST_FILE if (path / BEST_FILE).is_file() else None
+    if weights is None:
         return None
     result = _read_json(path / RESULT_FILE, keys=_RESULT_KEYS)
     inference = result.get("inference") if isinstance(result.get("inference"), dict) else {}
     model = result.get("model")
-    if not (isinstance(model, dict) and model.get("family") == LINEAR and inference):
+    linear = isinstance(model, dict) and model.get("family") == LINEAR
+    windows = result.get("windows") if isinstance(result.get("windows"), dict) else {}
+    if not (isinstance(model, dict) and inference and linear == (weights == LINEAR_MODEL_FILE)):
         return None
     return {**ADDED_REQUEST_KEYS, "method": result["method"],
             "dataset": result.get("dataset", ""), "source": "", "source_sha256": None,
             "channels": inference.get("channels"), "seq_len": result.get("seq_len"),
             "horizon": result.get("horizon"), "seed": result.get("seed"), "model": model,
-            "eps": (result.get("eps") or {}).get("value"), "unit": result.get("unit"),
-            "max_train_windows": None, "max_eval_windows": None}
+            "eps": _claimed(result, "eps") or _claimed(result, "eps_per_pass"),
+            "eps_per_pass": _claimed(result, "eps_per_pass"), "unit": result.get("unit"),
+            # the windows it used: with a limit, the limit; without one, every window, which
+            # a limit of that count keeps too (the loader spaces a limited set evenly)
+            "max_train_windows": windows.get("train"), "max_eval_windows": windows.get("test")}
+
+
+def _claimed(result: dict, key: str) -> float | None:
+    """The value of the claim ``result[key]`` (None where the run makes none)."""
+    claim = result.get(key)
+    return claim.get("value") if isinstance(claim, dict) else None
 
 
 def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
@@ -260,8 +276,8 @@ def _open(run_dir: str | Path) -> tuple[Path, dict, ForecastRequest]:
         if released is None:
             raise InvalidInputError(
                 f"{path} is not a qpriv run: it has no {CONFIG_FILE}; pass the directory given "
-                "to `qpriv train --out DIR` (or, for a released linear model, a folder with "
-                f"its {RESULT_FILE} and {LINEAR_MODEL_FILE})")
+                "to `qpriv train --out DIR` (or, for a released model, a folder with its "
+                f"{RESULT_FILE} and its weights, {LINEAR_MODEL_FILE} or {BEST_FILE})")
         return path, released, ForecastRequest.from_json(released)
     request = {**ADDED_REQUEST_KEYS, **_read_json(path / CONFIG_FILE, keys=_REQUEST_KEYS)}
     try:

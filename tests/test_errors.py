@@ -60,13 +60,15 @@ def test_numpy_numbers_still_count():
     assert require_in_range("eps", np.int64(2), low=0.0) == 2.0
 
 
-def test_the_python_entry_refuses_a_bool_budget_and_a_dataframe_with_the_fix():
+def test_the_python_entry_refuses_a_bool_budget_and_a_frame_without_dates_with_the_fix():
     import pandas as pd
 
     import qpriv
 
     with pytest.raises(InvalidInputError, match="eps = True is not a number"):
         qpriv.train_forecaster(method="dp-linear", eps=True)
-    with pytest.raises(InvalidInputError, match=r"csv = DataFrame is not a file path.*"
-                                                r"frame\.to_csv\(PATH\)"):
+    with pytest.raises(InvalidInputError, match=r"the DataFrame needs its timestamps as a "
+                                                r"DatetimeIndex or as one 'date' column"):
         qpriv.train_forecaster(method="dp-linear", csv=pd.DataFrame({"a": [1.0]}))
+    with pytest.raises(InvalidInputError, match=r"neither a file path nor a DataFrame"):
+        qpriv.train_forecaster(method="dp-linear", csv=[1.0, 2.0])

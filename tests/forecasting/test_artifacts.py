@@ -15,6 +15,7 @@ from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
+from qpriv.forecasting.run import run_forecast
 from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, RESULT_FILE
 
 
@@ -60,7 +61,10 @@ def test_refuses_an_unfinished_run(run_copy):
 
 @pytest.mark.parametrize(
     ("damage", "match"),
-    [(lambda d: (d / CONFIG_FILE).unlink(), "not a qpriv run: it has no config.json"),
+    # without config.json the folder is a released model (result.json and best.pt): without
+    # its weights too, it is nothing
+    [(lambda d: [(d / name).unlink() for name in (CONFIG_FILE, BEST_FILE)],
+      "not a qpriv run: it has no config.json"),
      (lambda d: (d / BEST_FILE).unlink(), "has no best.pt"),
      (lambda d: (d / RESULT_FILE).write_text("{not json"), "cannot read .*result.json"),
      (lambda d: (d / CONFIG_FILE).write_text("[1, 2]"), "not a JSON object"),
@@ -286,3 +290,35 @@ def test_a_released_backbone_model_forecasts_reports_and_is_audited(ldpt_run_dir
     assert "Forecasts not drawn" not in (released / "report.html").read_text()
     assert main(["audit", "run", str(released), "--data-dir", str(data), "--windows", "4",
                  "--pairs", "50", "--no-discover"]) == 0
+
+
+def test_a_dataframe_trains_as_the_csv_it_would_be_written_to(tmp_path):
+    """Issue 42, D15: a DataFrame is taken where a path is (it raised a raw TypeError, then
+    was refused). The run is the CSV's run, number for number; its folder records no file."""
+    days = pd.date_range("2020-01-01", periods=700, freq="D", name="date")
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": np.sin(2 * np.pi * np.arange(700) / 7) + rng.normal(0, .2, 700),
+                          "b": rng.normal(0, 1, 700).cumsum()}, index=days)
+    frame.to_csv(tmp_path / "same.csv")
+    settings = {"method": "dp-linear", "eps": 1.0, "seq_len": 96, "horizon": 7,
+                "progress": False}
+    from_file = run_forecast(csv=tmp_path / "same.csv", **settings)
+    out = tmp_path / "run"
+    from_frame = run_forecast(csv=frame.reset_index(), out_dir=out, **settings)
+    assert from_frame["mse"] == from_file["mse"] and from_frame["mae"] == from_file["mae"]
+    assert from_frame["dataset"] == "dataframe"
+    config = json.loads((out / "config.json").read_text())
+    assert config["source"] == "" and config["source_sha256"] is None
+    run = load_run(out)
+    pd.testing.assert_frame_equal(run.forecast(frame), load_run(out).forecast(tmp_path /
+                                                                             "same.csv"))
+    with pytest.raises(InvalidInputError, match="trained on a DataFrame, which records no "
+                                                "training file; pass its data as a file"):
+        run.data()
+    assert len(load_run(out, data_dir=tmp_path / "same.csv").data().test) == \
+        from_frame["windows"]["test"]
+    gap = frame.copy()
+    gap.iloc[5, 1] = np.nan
+    with pytest.raises(InvalidInputError, match=r"column 'b' of the DataFrame has a missing "
+                                                r"\(NaN\) value at 2020-01-06"):
+        run_forecast(csv=gap, **settings)

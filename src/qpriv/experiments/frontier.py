@@ -467,6 +467,11 @@ def run_frontier(
         if data_dir is not None:
             raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
                                 "file itself: leave {data_dir} out")
+        if not isinstance(csv, (str, os.PathLike)):
+            raise InvalidInputError(
+                f"csv = {type(csv).__name__} is not a file path: a frontier's cells read their "
+                "data from a file (they may run on other machines); write a DataFrame with "
+                "frame.to_csv(PATH) and pass PATH")
         path = Path(csv).expanduser().resolve()
         source = CsvData(path=str(path), fmt=csv_format,
                          columns=None if columns is None else tuple(columns))

@@ -41,7 +41,7 @@ from qpriv.forecasting.methods import LINEAR, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS
-from qpriv.forecasting.windows import ForecastData, load_forecasting_data
+from qpriv.forecasting.windows import DATAFRAME, ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE
@@ -450,10 +450,12 @@ def _load_data(request: ForecastRequest, result: ForecastResult, *, run_dir: Pat
             csv = source
             if data_dir is not None:
                 csv = data_dir / source.name if data_dir.is_dir() else data_dir
-            if not str(request.source):  # a released model: its file was never recorded
+            if not str(request.source):  # released, or trained on a DataFrame: no file
                 if data_dir is None:
+                    what = ("trained on a DataFrame" if request.dataset == DATAFRAME else
+                            "a released model")
                     raise InvalidInputError(
-                        "it is a released model, which records no training file; pass its data "
+                        f"it is {what}, which records no training file; pass its data as a "
                         "file with data_dir= / --data-dir")
             elif not csv.is_file():
                 raise InvalidInputError(

@@ -15,8 +15,8 @@ import pandas as pd
 
 from qpriv.errors import InvalidInputError
 
-__all__ = ["CsvFormat", "check_evenly_spaced", "csv_header", "format_setting", "load_frame",
-           "series_frequency"]
+__all__ = ["CsvFormat", "check_evenly_spaced", "checked_dataframe", "csv_header",
+           "format_setting", "load_frame", "series_frequency"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,61 @@ def load_frame(path: str | Path, *, columns: Sequence[str] | None = None,
     dates = _parse_dates(path, raw[date_col], date_format=fmt.date_format)
     frame = pd.DataFrame(values, index=pd.DatetimeIndex(dates, name=date_col))
     return frame
+
+
+def checked_dataframe(frame: pd.DataFrame, *, columns: Sequence[str] | None = None,
+                      selectable: bool = True, allow_missing: bool = False) -> pd.DataFrame:
+    """A user's DataFrame as :func:`load_frame` reads a CSV: timestamps from its
+    DatetimeIndex or its one ``date`` column (any case), the channels (all other columns, or
+    ``columns`` in that order) as float64. ``allow_missing``: a NaN is a gap the caller checks
+    where it matters (a forecast's look-back); otherwise refused, as is an infinity.
+
+    Raises:
+        InvalidInputError: no timestamps, an unknown channel, a column that is not numbers, a
+            non-finite value, timestamps not strictly increasing, fewer than two rows.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise InvalidInputError(f"expected a pandas DataFrame, got {type(frame).__name__}")
+    if isinstance(frame.index, pd.DatetimeIndex):
+        index, date_col = frame.index, None
+    else:
+        dates = [c for c in frame.columns if str(c).lower() == "date"]
+        if len(dates) != 1:
+            raise InvalidInputError(
+                "the DataFrame needs its timestamps as a DatetimeIndex or as one 'date' column; "
+                f"its columns are {list(frame.columns)}")
+        date_col = dates[0]
+        try:
+            index = pd.DatetimeIndex(pd.to_datetime(frame[date_col]))
+        except (ValueError, TypeError) as exc:
+            raise InvalidInputError(f"the DataFrame's {date_col!r} column does not parse as "
+                                    f"dates: {exc}") from exc
+    available = [str(c) for c in frame.columns if c != date_col]
+    where = Path("the DataFrame")
+    channels = _select_channels(where, available, str(date_col or "date"), columns)
+    for column in channels:
+        dtype = frame[column].dtype
+        if not (pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)) \
+                or pd.api.types.is_bool_dtype(dtype):
+            raise InvalidInputError(f"column {column!r} of the DataFrame is {dtype}, not "
+                                    "numbers; convert it to float")
+    values = frame[channels].to_numpy(dtype=np.float64)
+    bad = np.argwhere(np.isinf(values) if allow_missing else ~np.isfinite(values))
+    if bad.size:
+        row, col = bad[0]
+        what = "an infinite" if np.isinf(values[row, col]) else "a missing (NaN)"
+        raise InvalidInputError(
+            f"column {channels[col]!r} of the DataFrame has {what} value at {index[row]}; "
+            + ("give finite numbers" if allow_missing else "every channel needs a finite "
+               "number in every row: fill or interpolate the gaps, or leave the column out"))
+    if len(index) < 2:
+        raise InvalidInputError(f"the DataFrame has {len(index)} row(s); a forecasting series "
+                                "needs at least two")
+    if not (np.diff(index.asi8) > 0).all():
+        raise InvalidInputError("the DataFrame's timestamps are not strictly increasing; sort "
+                                "it by time and keep one row per timestamp")
+    return pd.DataFrame(values, columns=channels,
+                        index=pd.DatetimeIndex(index, name=str(date_col or index.name or "date")))
 
 
 def csv_header(path: str | Path, *, sep: str = ",") -> list[str]:

@@ -37,7 +37,13 @@ import numpy as np
 import pandas as pd
 
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import CsvFormat, csv_header, load_frame, series_frequency
+from qpriv.forecasting.csv_input import (
+    CsvFormat,
+    checked_dataframe,
+    csv_header,
+    load_frame,
+    series_frequency,
+)
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.windows import ForecastData, ZScoreScaler
@@ -132,7 +138,7 @@ class InferenceRecord:
             channels=tuple(data.channels), date_column=str(dates.name or "date"),
             freq=series_frequency(dates), first_timestamp=dates[0].isoformat(),
             last_timestamp=dates[-1].isoformat(), rows=len(dates),
-            source_sha256=released_digest(file_sha256(data.source)),
+            source_sha256=released_digest(data.source_sha256),
             scaler=data.scaler if keep_scaler else None,
             scaler_note=(f"{BACKBONE_SCALER_NOTE}; fitted on rows [{start}, {stop})"
                          if keep_scaler else LINEAR_SCALER_NOTE))
@@ -541,42 +547,15 @@ def _read_series(data: pd.DataFrame | str | Path, channels: Sequence[str], *,
 
 
 def _series_of_frame(frame: pd.DataFrame, channels: Sequence[str]) -> _Series:
-    if not isinstance(frame.index, pd.DatetimeIndex):
-        dates = [c for c in frame.columns if str(c).lower() == "date"]
-        if len(dates) != 1:
-            raise InvalidInputError(
-                "the DataFrame needs its timestamps as a DatetimeIndex or as one 'date' column; "
-                f"its columns are {list(frame.columns)}")
-        try:
-            index = pd.DatetimeIndex(pd.to_datetime(frame[dates[0]]))
-        except (ValueError, TypeError) as exc:
-            raise InvalidInputError(f"the DataFrame's {dates[0]!r} column does not parse as "
-                                    f"dates: {exc}") from exc
-    else:
-        index = frame.index
     missing = [c for c in channels if c not in frame.columns]
     if missing:
         raise InvalidInputError(
             f"the DataFrame lacks the run's channels {missing} (the run forecasts "
             f"{list(channels)}; the frame has {list(frame.columns)}); add those columns")
-    for column in channels:
-        dtype = frame[column].dtype
-        if not (pd.api.types.is_float_dtype(dtype) or pd.api.types.is_integer_dtype(dtype)) \
-                or pd.api.types.is_bool_dtype(dtype):
-            raise InvalidInputError(f"column {column!r} of the DataFrame is {dtype}, not "
-                                    "numbers; convert it to float")
-    values = frame[list(channels)].to_numpy(dtype=np.float64)
-    bad = np.argwhere(np.isinf(values))  # a NaN (a gap) matters only inside the look-back
-    if bad.size:
-        row, col = bad[0]
-        raise InvalidInputError(
-            f"column {channels[col]!r} of the DataFrame has an infinite value at "
-            f"{index[row]}; give finite numbers")
-    if len(index) > 1 and not (np.diff(index.asi8) > 0).all():
-        raise InvalidInputError("the DataFrame's timestamps are not strictly increasing; sort "
-                                "it by time and keep one row per timestamp")
-    return _Series(values=values, index=pd.DatetimeIndex(index), source="a DataFrame",
-                   sha256=None)
+    checked = checked_dataframe(frame, columns=list(channels), selectable=False,
+                                allow_missing=True)  # a gap matters only inside the look-back
+    return _Series(values=checked.to_numpy(), index=pd.DatetimeIndex(checked.index),
+                   source="a DataFrame", sha256=None)
 
 
 def _window_end(index: pd.DatetimeIndex, *, at: str | pd.Timestamp | None, seq_len: int,

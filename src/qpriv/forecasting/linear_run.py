@@ -23,7 +23,7 @@ import numpy as np
 
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
-from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     SELECT_CHOICES,
@@ -146,8 +146,8 @@ def run_linear(
             require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"
                                      else protected_units(data, unit), unit=unit)
         request = {
-            "dataset": data.dataset, "source": str(data.source),
-            "source_sha256": None if csv is None else file_sha256(data.source),
+            "dataset": data.dataset, "source": str(data.source or ""),
+            "source_sha256": None if csv is None else data.source_sha256,
             "channels": list(data.channels), **format_setting(csv_format),
             "seq_len": seq_len, "horizon": horizon,
             "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,

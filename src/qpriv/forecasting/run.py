@@ -27,7 +27,7 @@ import torch
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
-from qpriv.forecasting.datasets import DATASETS, file_sha256
+from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import (
@@ -309,8 +309,8 @@ def run_forecast(
             if rigorous and setup.config.use_quantum and setup.config.p > 0
             and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
         request = {
-            "dataset": data.dataset, "source": str(data.source),
-            "source_sha256": None if csv is None else file_sha256(data.source),
+            "dataset": data.dataset, "source": str(data.source or ""),
+            "source_sha256": None if csv is None else data.source_sha256,
             "channels": list(data.channels), **format_setting(csv_format),
             "seq_len": seq_len, "horizon": horizon, "method": method,
             "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,

@@ -39,14 +39,23 @@ import torch
 from torch.utils.data import Dataset
 
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import CsvFormat, check_evenly_spaced, load_frame
+from qpriv.forecasting.csv_input import (
+    CsvFormat,
+    check_evenly_spaced,
+    checked_dataframe,
+    load_frame,
+)
 from qpriv.forecasting.datasets import (
     CUSTOM,
     ETT_HOURLY,
     SplitConvention,
     dataset_spec,
+    file_sha256,
     locate_dataset,
 )
+
+DATAFRAME = "dataframe"
+"""The dataset name of a series given as a pandas DataFrame (``csv=frame``)."""
 
 __all__ = [
     "WINDOW_COUNT_NOTE",
@@ -323,11 +332,12 @@ class ForecastData:
     and so on every training value. ``split`` holds the row ranges in the file (val and test
     include their L look-back rows); ``convention`` is ``"ett-hourly"`` or ``"custom"``.
     ``dates`` are the timestamps of every row of the file (None where the data was not read
-    from a file).
+    from a file). ``source_sha256`` is the digest of the file read (None for a DataFrame, whose
+    ``source`` is None).
     """
 
     dataset: str
-    source: Path
+    source: Path | None
     channels: tuple[str, ...]
     scaler: ZScoreScaler
     train: WindowDataset
@@ -339,6 +349,7 @@ class ForecastData:
     split: SplitRows
     train_raw: np.ndarray
     dates: pd.DatetimeIndex | None = None
+    source_sha256: str | None = None
 
     @property
     def n_channels(self) -> int:
@@ -401,11 +412,14 @@ def load_forecasting_data(
         if value is not None:
             require_positive_int(name, value)
 
-    if csv is not None and not isinstance(csv, (str, os.PathLike)):
+    frame_given = isinstance(csv, pd.DataFrame)
+    if csv is not None and not (frame_given or isinstance(csv, (str, os.PathLike))):
         raise InvalidInputError(
-            f"csv = {type(csv).__name__} is not a file path: give the path of a CSV file (a "
-            "DataFrame: write it first with frame.to_csv(PATH), its index the dates)")
-    if csv is not None:
+            f"csv = {type(csv).__name__} is neither a file path nor a DataFrame: give the path "
+            "of a CSV file or a pandas DataFrame (its index, or a 'date' column, the dates)")
+    if frame_given:
+        source, name, convention = None, DATAFRAME, CUSTOM
+    elif csv is not None:
         source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
         name, convention = source.stem, CUSTOM
     elif dataset is not None:
@@ -417,19 +431,24 @@ def load_forecasting_data(
             "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
         )
 
-    if csv_format is not None and csv is None:
-        raise InvalidInputError("csv_format says how a CSV is written; a named dataset's file "
-                                "has its own: leave csv_format out, or give csv")
-    frame = load_frame(source, columns=columns, fmt=csv_format)
+    if csv_format is not None and (csv is None or frame_given):
+        raise InvalidInputError("csv_format says how a CSV file is written; a named dataset's "
+                                "file has its own, and a DataFrame is read as it is: leave "
+                                "csv_format out")
+    if frame_given:
+        frame = checked_dataframe(csv, columns=columns)
+    else:
+        frame = load_frame(source, columns=columns, fmt=csv_format)
     if csv is not None:  # a named dataset's file is checked by its checksum
-        check_evenly_spaced(frame, source=source)
+        check_evenly_spaced(frame, source=source if source is not None else "the DataFrame")
     rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)
     values = frame.to_numpy(dtype=np.float64)
     train_start, train_end = rows.train
     scaler = ZScoreScaler.fit(
         values[train_start:train_end],
         channels=list(frame.columns),
-        where=f"the training rows [{train_start}, {train_end}) of {source}",
+        where=f"the training rows [{train_start}, {train_end}) of "
+              f"{source if source is not None else 'the DataFrame'}",
     )
     used = rows.test[1]
     series = torch.from_numpy(scaler.transform(values[:used]).astype(np.float32))
@@ -460,4 +479,5 @@ def load_forecasting_data(
         split=rows,
         train_raw=train_raw,
         dates=pd.DatetimeIndex(frame.index),
+        source_sha256=None if source is None else file_sha256(source),
     )

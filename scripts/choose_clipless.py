@@ -19,7 +19,8 @@ import numpy as np
 
 from qpriv.classification.data import VALIDATION_FRACTION
 from qpriv.classification.run import ANALYTIC_DEFAULTS, train_classifier
-from qpriv.experiments.qml import DELTA, OPTIMIZER, PROTOCOLS
+from qpriv.experiments.qml import OPTIMIZER, PROTOCOLS
+from qpriv.privacy.budget import CLASSIFIER_DELTA
 
 TAUS = (0.5, 1.0, 2.0)
 RATES = (0.003, 0.01, 0.03, 0.1)
@@ -34,7 +35,7 @@ def main() -> None:
         for eps in NOISE:
             r = train_classifier(task="synthetic", model="lipschitz", clip="analytic", batch=64,
                                  epochs=15, seed=2024, lr=lr, optimizer=OPTIMIZER, eps=eps,
-                                 delta=DELTA, tau=tau, hidden=hidden, threads=1,
+                                 delta=CLASSIFIER_DELTA, tau=tau, hidden=hidden, threads=1,
                                  validation=VALIDATION_FRACTION, diagnostics=False,
                                  **ANALYTIC_DEFAULTS)
             assert r["evaluated_on"] == "validation"

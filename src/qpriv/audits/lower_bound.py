@@ -29,7 +29,8 @@ import torch
 from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.privacy.accounting import DEFAULT_DELTA, NeighbourPair, one_torch_thread
+from qpriv.privacy.accounting import NeighbourPair, one_torch_thread
+from qpriv.privacy.budget import FEATURE_PATH_DELTA
 from qpriv.privacy.claims import LOWER_BOUND, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.progress import work_bar
 from qpriv.quantum.features import outcome_probabilities, quantum_features
@@ -230,7 +231,7 @@ def _releases_bar(trials: int, n_shots: int, progress: bool) -> tqdm:
 
 def pair_lower_bound(
     pair: NeighbourPair, *, p: float, n_shots: int, trials: int = DEFAULT_TRIALS,
-    delta: float = DEFAULT_DELTA, confidence: float = 0.95, seed: int = 0,
+    delta: float = FEATURE_PATH_DELTA, confidence: float = 0.95, seed: int = 0,
     progress: bool = False,
 ) -> LowerBound:
     """The game on a pair of states (e.g. the accountant's worst pair): releases are exact
@@ -290,7 +291,7 @@ def window_pair_at_distance(window: torch.Tensor, *, d: float,
 
 def window_pair_lower_bound(
     window: torch.Tensor, window_prime: torch.Tensor, *, p: float, n_shots: int,
-    trials: int = DEFAULT_TRIALS, delta: float = DEFAULT_DELTA, confidence: float = 0.95,
+    trials: int = DEFAULT_TRIALS, delta: float = FEATURE_PATH_DELTA, confidence: float = 0.95,
     seed: int = 0, progress: bool = False,
 ) -> LowerBound:
     """The game on two real windows through the model's own feature function

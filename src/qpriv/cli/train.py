@@ -23,13 +23,13 @@ from qpriv.cli.common import (
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.linear_design import DEFAULTS, SELECT_CHOICES
 from qpriv.forecasting.methods import (
-    DEFAULT_DELTA,
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
     METHODS,
     RECOMMENDED,
 )
 from qpriv.forecasting.records import ForecastResult
+from qpriv.privacy.budget import FEATURE_PATH_DELTA
 from qpriv.privacy.claims import PrivacyClaim
 
 
@@ -83,7 +83,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="record-level eps over the whole training (--accounting rigorous)")
     tr.add_argument("--delta", type=float,
                     help="delta of the rigorous accounting of the LDPT feature path (default: "
-                         f"{DEFAULT_DELTA:g}); DP-SGD, DP-Input and Bottleneck-DP run at the "
+                         f"{FEATURE_PATH_DELTA:g}); DP-SGD, DP-Input and Bottleneck-DP run at the "
                          "paper's 1e-6")
     tr.add_argument("--no-rigorous", action="store_true",
                     help="skip the rigorous accounting beside the paper's (a minute per new "

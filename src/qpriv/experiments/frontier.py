@@ -64,7 +64,6 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.datasets import file_sha256
 from qpriv.forecasting.linear import check_dp_linear_eps
-from qpriv.forecasting.linear_run import DEFAULT_DELTA as LINEAR_DELTA
 from qpriv.forecasting.methods import (
     LINEAR,
     METHODS,
@@ -76,6 +75,7 @@ from qpriv.forecasting.methods import (
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.dpsgd_accounting import check_rdp_eps
 from qpriv.runs.cache import cached_json
@@ -259,7 +259,7 @@ def dpsgd_delta(name: str) -> float | None:
     if not entry.needs_eps or entry.privacy != Kind.GLOBAL_DP:
         return None
     if entry.family == LINEAR:  # dp-linear releases by SSP; dpsgd-linear trains by DP-SGD
-        return None if name == "dp-linear" else LINEAR_DELTA
+        return None if name == "dp-linear" else GLOBAL_DELTA
     setup = setup_method(name, base=ModelConfig(seq_len=LINEAR_SEQ_LEN, horizon=24,
                                                 n_channels=1), eps=1.0)
     return None if setup.dpsgd is None else float(setup.dpsgd["delta"])

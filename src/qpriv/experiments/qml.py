@@ -131,13 +131,13 @@ from qpriv.experiments.executors import (
     LocalExecutor,
 )
 from qpriv.experiments.grid import QML_SEEDS, Budget, mean_std
+from qpriv.privacy.budget import CLASSIFIER_DELTA
 from qpriv.runs.cache import cached_json
 from qpriv.runs.files import read_json_object
 
 CLIPS = (0.5, 1.0, 1.5, 3.0, 10.0)
 BATCHES = (32, 64, 128)
 EPS = (1.0, 3.0, 10.0)
-DELTA = 1e-5
 DEEP_CLIP, DEEP_BATCH, DEEP_EPS = 1.5, 64, 10.0
 """The deep-dive configuration of Figures 3-6, 8 (and our choice for Figure 10)."""
 SYNTHETIC_MODELS = ("mlp", "lipschitz", "quantum")
@@ -257,7 +257,7 @@ class Run:
         """The keyword arguments of :func:`train_classifier` for this run under ``plan``."""
         args: dict[str, Any] = {
             "task": self.task, "model": self.model, "clip": self.clip, "batch": self.batch,
-            "seed": self.seed, "eps": self.eps, "delta": DELTA, "optimizer": OPTIMIZER,
+            "seed": self.seed, "eps": self.eps, "delta": CLASSIFIER_DELTA, "optimizer": OPTIMIZER,
             "lr": self.base_rate if self.lr is None else self.lr,
             "unclipped_reference": self.reference,
             "epochs": plan.image_epochs if self.task != "synthetic" else plan.epochs,

@@ -43,9 +43,10 @@ from qpriv.experiments.frontier import (
 from qpriv.experiments.grid import Budget
 from qpriv.experiments.runner import cell_dir, resolve_budget
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import LINEAR, setup_method
+from qpriv.forecasting.methods import DEFAULT_EPOCHS, LINEAR, setup_method
 from qpriv.forecasting.rigorous import rigorous_cached
-from qpriv.forecasting.run import DEFAULT_DELTA, DEFAULT_EPOCHS, run_forecast
+from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.budget import FEATURE_PATH_DELTA
 from qpriv.progress import JobProgress, Part, say
 from qpriv.runs.directory import first_names, visible_entries
 from qpriv.runs.files import read_json_object
@@ -269,7 +270,7 @@ def plan_quickstart(
                                                           n_channels=7), eps=run.eps)
         accounting = (setup.config.use_quantum and setup.config.p > 0
                       and not rigorous_cached(setup.config, epochs=epochs,
-                                              delta=DEFAULT_DELTA))
+                                              delta=FEATURE_PATH_DELTA))
         per_epoch, besides = run_seconds(run.method, eps=run.eps, epochs=epochs,
                                          train_windows=max_train_windows,
                                          eval_windows=max_eval_windows,

@@ -46,6 +46,7 @@ from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
+from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import require_meaningful_delta
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
@@ -53,8 +54,6 @@ from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 from qpriv.threads import torch_threads
 
-DEFAULT_DELTA = 1e-6
-"""dp-linear's delta when none is given."""
 SCALERS = ("private", "public")
 """How dp-linear treats the z-score scaler at the record unit: estimated under the guarantee
 (``private``, the default) or declared public by the user (``public``: the loader's scaler,
@@ -121,7 +120,7 @@ def run_linear(
     if private:  # checked before anything is written
         # dp-linear's own range; dpsgd-linear trains by DP-SGD
         eps = check_dp_linear_eps(eps) if method == "dp-linear" else check_dpsgd_eps(eps)
-        delta = require_in_range("delta", DEFAULT_DELTA if delta is None else delta, low=0.0,
+        delta = require_in_range("delta", GLOBAL_DELTA if delta is None else delta, low=0.0,
                                  high=1.0, high_inclusive=False,
                                  hint="delta is a probability in (0, 1), typically 1e-6")
     if clip_range is not None and not 0 < clip_range < math.inf:

@@ -24,13 +24,12 @@ from typing import Any
 
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
+from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
 
 NO_PRIVACY = "none"
-DELTA = 1e-6
-"""delta of the Gaussian-mechanism and DP-SGD baselines (the LDPT paper, section 7.2)."""
 
 
 @dataclass(frozen=True)
@@ -168,8 +167,6 @@ DEFAULT_EPS = 0.1
 """The per-pass budget eps_s of a run of a method that calibrates to one when none is given."""
 DEFAULT_EPOCHS = 20
 """Training epochs of a backbone method that names none (the LDPT paper's)."""
-DEFAULT_DELTA = 1e-5
-"""delta of the rigorous accounting of the LDPT feature path when none is given."""
 ACCOUNTINGS = ("paper", "rigorous")
 
 
@@ -345,7 +342,7 @@ def _ldpt_signed_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
                   "Gaussian noise from Opacus's accountant for (eps, delta = 1e-6)")
 def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
     return replace(_classical(base, None), privacy=Kind.GLOBAL_DP,
-                   dpsgd={"eps": eps, "delta": DELTA, "clip": 1.0})
+                   dpsgd={"eps": eps, "delta": GLOBAL_DELTA, "clip": 1.0})
 
 
 @register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
@@ -361,7 +358,7 @@ def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
           summary="classical + Gaussian noise on the z-scored input, Gaussian-mechanism sigma "
                   "(Delta = 1, delta = 1e-6), fresh on every pass")
 def _dp_input(base: ModelConfig, eps: float | None) -> MethodSetup:
-    sigma = gaussian_sigma(eps=eps, delta=DELTA, sensitivity=1.0)
+    sigma = gaussian_sigma(eps=eps, delta=GLOBAL_DELTA, sensitivity=1.0)
     config = replace_config(_classical(base, None).config, input_noise=sigma)
     notes = ["each pass releases a fresh noisy copy of every window: (eps, delta) holds per "
              "pass, for neighbouring windows at L2 distance <= 1 in z-score units; passes "
@@ -374,7 +371,7 @@ def _dp_input(base: ModelConfig, eps: float | None) -> MethodSetup:
         notes.append(f"eq. 1's classical proof needs eps < 1; at eps = {eps:g} the Gaussian "
                      "sigma carries no proven guarantee")
     return MethodSetup(config=config, privacy=Kind.LOCAL_DP, eps_per_pass=eps,
-                       noise={"input_sigma": sigma, "delta": DELTA}, notes=tuple(notes))
+                       noise={"input_sigma": sigma, "delta": GLOBAL_DELTA}, notes=tuple(notes))
 
 
 @register("bottleneck", privacy=NO_PRIVACY, needs_eps=True,
@@ -391,10 +388,10 @@ def _bottleneck(base: ModelConfig, eps: float | None) -> MethodSetup:
           summary="classical + three-point injection at the Gaussian-mechanism sigma "
                   "(Delta = 1, delta = 1e-6); the paper's (eps, delta)-DP claim is not enforced")
 def _bottleneck_dp(base: ModelConfig, eps: float | None) -> MethodSetup:
-    sigma = gaussian_sigma(eps=eps, delta=DELTA, sensitivity=1.0)
+    sigma = gaussian_sigma(eps=eps, delta=GLOBAL_DELTA, sensitivity=1.0)
     config = replace_config(_classical(base, None).config, inject=True, sigma=sigma)
     return MethodSetup(
-        config=config, noise={"sigma": sigma, "delta": DELTA},
+        config=config, noise={"sigma": sigma, "delta": GLOBAL_DELTA},
         notes=("the paper claims (eps, delta)-DP; the injection scales its noise by each "
                "token's own std (data-dependent) and nothing bounds the sensitivity of the "
                "activations it perturbs, so the Gaussian mechanism's proof does not apply and "

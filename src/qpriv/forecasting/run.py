@@ -31,7 +31,6 @@ from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import (
-    DEFAULT_DELTA,
     DEFAULT_EPOCHS,
     LINEAR,
     RECOMMENDED,
@@ -39,7 +38,6 @@ from qpriv.forecasting.methods import (
     run_budget,
     setup_method,
 )
-from qpriv.forecasting.methods import DELTA as METHOD_DELTA
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
@@ -54,6 +52,7 @@ from qpriv.forecasting.rigorous import (
 )
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, load_forecasting_data
 from qpriv.privacy.accounting import rigorous_notes
+from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
     COVERS_FEATURES_OVER_TRAINING,
@@ -82,7 +81,7 @@ from qpriv.training.trainer import (
 )
 
 DEFAULT_DELTA_PRIME = 1e-6
-ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": DEFAULT_DELTA,
+ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": FEATURE_PATH_DELTA,
                       "model": {"encoding": "amplitude", "clip": 2.0, "reference": None}}
 """Keys config.json gained after its first release, with what an older run did: it used the
 paper's accounting, and delta (read only by the rigorous accounting, which came with these keys)
@@ -275,12 +274,12 @@ def run_forecast(
     recorded_train = train_config.as_dict() | ({"seed": None} if secret else {})
     epochs = train_config.epochs
     if delta is None:
-        delta = DEFAULT_DELTA
+        delta = FEATURE_PATH_DELTA
     elif not (setup.config.use_quantum and setup.privacy == Kind.LOCAL_QDP):
         own = setup.dpsgd is not None or "delta" in setup.noise
         raise ArgumentError(
             f"{{delta}} = {delta:g} cannot be set for method {method!r}: "
-            + (f"it runs at the paper's delta = {METHOD_DELTA:g}" if own else
+            + (f"it runs at the paper's delta = {GLOBAL_DELTA:g}" if own else
                "it has no feature path to account")
             + "; {delta} sets the rigorous accounting of the LDPT feature path (ldpt and the "
             "ablations that keep the channel)"

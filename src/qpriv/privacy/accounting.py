@@ -60,6 +60,7 @@ from qpriv.errors import (
     require_positive_int,
     require_seed,
 )
+from qpriv.privacy.budget import FEATURE_PATH_DELTA
 from qpriv.privacy.calibration import (
     DEFAULT_ALPHA,
     DEFAULT_D,
@@ -87,7 +88,6 @@ from qpriv.quantum.povm import sic_vectors
 from qpriv.quantum.tokens import n_tokens
 from qpriv.threads import torch_threads
 
-DEFAULT_DELTA = 1e-5
 DEFAULT_SHOTS = 1024
 DEFAULT_STRIDE = 4
 DEFAULT_SEQ_LEN = 336
@@ -523,7 +523,7 @@ def _pair_parameters(pair: NeighbourPair) -> np.ndarray:
 
 def search_worst_pairs(
     *, p: float, d: float = DEFAULT_D, dim: int = DEFAULT_DIM, count: int,
-    delta: float = DEFAULT_DELTA, restarts: int = DEFAULT_RESTARTS, seed: int = 0,
+    delta: float = FEATURE_PATH_DELTA, restarts: int = DEFAULT_RESTARTS, seed: int = 0,
 ) -> list[NeighbourPair]:
     """Candidate worst-case pairs at distance exactly d for ``count`` composed shots.
 
@@ -659,7 +659,7 @@ def evaluate_pairs(
 
 
 def rigorous_epsilon(
-    *, p: float, unit: str = "record", delta: float = DEFAULT_DELTA, d: float = DEFAULT_D,
+    *, p: float, unit: str = "record", delta: float = FEATURE_PATH_DELTA, d: float = DEFAULT_D,
     dim: int = DEFAULT_DIM, n_shots: int = DEFAULT_SHOTS, stride: int = DEFAULT_STRIDE,
     seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
     restarts: int = DEFAULT_RESTARTS, seed: int = 0,
@@ -724,7 +724,7 @@ class AccountingReport:
 
 
 def account(
-    *, eps_s: float | None = None, p: float | None = None, delta: float = DEFAULT_DELTA,
+    *, eps_s: float | None = None, p: float | None = None, delta: float = FEATURE_PATH_DELTA,
     d: float = DEFAULT_D, dim: int = DEFAULT_DIM, n_shots: int = DEFAULT_SHOTS,
     stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN, epochs: int = DEFAULT_EPOCHS,
     alpha: float = DEFAULT_ALPHA, delta_prime: float = 1e-6,
@@ -865,7 +865,7 @@ def _bisect_gamma(eps_of: Callable[[float], float], target: float, low: float, h
 
 
 def rigorous_calibration(
-    *, eps_total: float, delta: float = DEFAULT_DELTA, unit: str = "record",
+    *, eps_total: float, delta: float = FEATURE_PATH_DELTA, unit: str = "record",
     d: float = DEFAULT_D, dim: int = DEFAULT_DIM, d_model: int = DEFAULT_D_MODEL,
     n_shots: int = DEFAULT_SHOTS, stride: int = DEFAULT_STRIDE, seq_len: int = DEFAULT_SEQ_LEN,
     epochs: int = DEFAULT_EPOCHS, t: float = DEFAULT_T, alpha: float = DEFAULT_ALPHA,

@@ -242,24 +242,6 @@ class NeighbourPair:
                 single_shot_distribution(self.psi_prime, p=p))
 
 
-def pair_at_distance(psi: np.ndarray, direction: np.ndarray, *, d: float,
-                     source: str = "given") -> NeighbourPair:
-    """The pair (psi, cos(t) psi + sin(t) chi) at full trace distance exactly d, where chi is
-    ``direction`` made orthogonal to psi and sin(t) = d / 2."""
-    d = check_trace_distance(d)
-    psi = np.asarray(psi, dtype=np.complex128)
-    psi = psi / np.linalg.norm(psi)
-    chi = np.asarray(direction, dtype=np.complex128)
-    chi = chi - np.vdot(psi, chi) * psi
-    norm = np.linalg.norm(chi)
-    if norm < 1e-12:
-        raise InvalidInputError(
-            "direction is parallel to psi; give one with a part orthogonal to psi"
-        )
-    s = d / 2.0
-    return NeighbourPair(psi, math.sqrt(1.0 - s * s) * psi + s * chi / norm, source)
-
-
 def sic_aligned_pair(*, p: float, d: float, dim: int) -> NeighbourPair:
     """The pair at distance d whose SIC outcome 0 attains the largest single-shot ratio.
 
@@ -365,19 +347,6 @@ def composition_plan(
 def privacy_losses(P: np.ndarray, Q: np.ndarray) -> np.ndarray:
     """The single-shot privacy losses ``ln(P_k / Q_k)``."""
     return np.log(P) - np.log(Q)
-
-
-def pure_epsilon(P: np.ndarray, Q: np.ndarray) -> float:
-    """Pure-DP eps of one shot, ``max_k |ln(P_k / Q_k)|`` (both directions)."""
-    return float(np.max(np.abs(privacy_losses(P, Q))))
-
-
-def hockey_stick(P: np.ndarray, Q: np.ndarray, eps: float | np.ndarray) -> np.ndarray:
-    """Exact one-shot delta(eps) = max of ``sum_k (P_k - e^eps Q_k)_+`` and the swapped sum."""
-    scale = np.exp(np.atleast_1d(np.asarray(eps, dtype=float)))[:, None]
-    forward = np.maximum(P[None, :] - scale * Q[None, :], 0.0).sum(axis=1)
-    backward = np.maximum(Q[None, :] - scale * P[None, :], 0.0).sum(axis=1)
-    return np.maximum(forward, backward)
 
 
 def renyi_divergences(P: np.ndarray, Q: np.ndarray,

@@ -22,7 +22,3 @@ def gaussian_sigma(*, eps: float, delta: float, sensitivity: float = 1.0) -> flo
     sensitivity = require_in_range("sensitivity", sensitivity, low=0.0)
     return math.sqrt(2 * math.log(1.25 / delta)) * sensitivity / eps
 
-
-def gaussian_guarantee_holds(eps: float) -> bool:
-    """Whether eq. 1's classical proof covers ``eps`` (it needs eps < 1)."""
-    return 0 < eps < 1

@@ -8,6 +8,12 @@ functions.
 
 Entry points:
 
+    DPLinearForecaster  the recommended private forecaster as an estimator: fit(data) (a
+                        dataset's name, a CSV, a DataFrame), predict(), claims_, save(dir);
+                        PublicForecaster (the floor), RidgeForecaster (the non-private
+                        reference) and TransformerForecaster (the LDPT backbone's methods) alike
+                        (qpriv.forecasting.estimators)
+    load                the estimator of a saved run folder (qpriv.forecasting.estimators.load)
     train_forecaster    train and test one forecaster (LDPT or a baseline); the result holds
                         every privacy number labelled (qpriv.forecasting.run.run_forecast)
     load_run            read a finished forecasting run back: model, config, result, data;
@@ -62,6 +68,12 @@ _ORIGINS = {
     "InvalidInputError": ("qpriv.errors", "InvalidInputError"),
     "QprivError": ("qpriv.errors", "QprivError"),
     "load_run": ("qpriv.forecasting.artifacts", "load_run"),
+    "DPLinearForecaster": ("qpriv.forecasting.estimators", "DPLinearForecaster"),
+    "PublicForecaster": ("qpriv.forecasting.estimators", "PublicForecaster"),
+    "RidgeForecaster": ("qpriv.forecasting.estimators", "RidgeForecaster"),
+    "TransformerForecaster": ("qpriv.forecasting.estimators", "TransformerForecaster"),
+    "Forecaster": ("qpriv.forecasting.estimators", "Forecaster"),
+    "load": ("qpriv.forecasting.estimators", "load"),
     "CsvFormat": ("qpriv.forecasting.csv_input", "CsvFormat"),
     "Forecast": ("qpriv.forecasting.inference", "Forecast"),
     "ForecastingRun": ("qpriv.forecasting.inference", "ForecastingRun"),
@@ -81,6 +93,14 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
     from qpriv.errors import ArgumentError, InvalidInputError, QprivError
     from qpriv.forecasting.artifacts import load_run
     from qpriv.forecasting.csv_input import CsvFormat
+    from qpriv.forecasting.estimators import (
+        DPLinearForecaster,
+        Forecaster,
+        PublicForecaster,
+        RidgeForecaster,
+        TransformerForecaster,
+        load,
+    )
     from qpriv.forecasting.inference import Forecast, ForecastingRun
     from qpriv.forecasting.methods import METHODS
     from qpriv.forecasting.run import run_forecast as train_forecaster
@@ -108,16 +128,22 @@ __all__ = [
     "Accounting",
     "ArgumentError",
     "CsvFormat",
+    "DPLinearForecaster",
     "Forecast",
+    "Forecaster",
     "ForecastingRun",
     "InvalidInputError",
     "Kind",
     "PrivacyClaim",
+    "PublicForecaster",
     "QprivError",
+    "RidgeForecaster",
+    "TransformerForecaster",
     "Unit",
     "__version__",
     "account",
     "calibrate",
+    "load",
     "load_run",
     "train_classifier",
     "train_forecaster",

@@ -1,0 +1,95 @@
+"""The estimators (issue 40, item 1): scikit-learn's contract, and the same numbers as the
+command line: fit + save + load + predict equals `qpriv train` + `qpriv forecast`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import qpriv
+from qpriv.cli import main
+from qpriv.errors import InvalidInputError
+from qpriv.forecasting.estimators import (
+    DPLinearForecaster,
+    PublicForecaster,
+    RidgeForecaster,
+    TransformerForecaster,
+    load,
+)
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """A daily two-channel series with a weekly cycle: (its CSV, the frame)."""
+    folder = tmp_path_factory.mktemp("series")
+    days = pd.date_range("2019-01-01", periods=900, freq="D", name="date")
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame({"a": np.sin(2 * np.pi * np.arange(900) / 7) + rng.normal(0, .3, 900),
+                          "b": rng.normal(0, 1, 900).cumsum() / 10}, index=days)
+    frame.to_csv(folder / "series.csv")
+    return folder / "series.csv", frame
+
+
+@pytest.mark.parametrize(("estimator", "flags"), [
+    (DPLinearForecaster(eps=1.0, seq_len=96, horizon=7),
+     ["--method", "dp-linear", "--eps", "1"]),
+    (PublicForecaster(seq_len=96, horizon=7), ["--method", "public"]),
+    (RidgeForecaster(seq_len=96, horizon=7), ["--method", "ridge"]),
+])
+def test_fit_save_load_predict_is_train_then_forecast(series, tmp_path, capsys, estimator,
+                                                      flags):
+    csv, _ = series
+    saved = estimator.fit(csv).save(tmp_path / "saved")
+    again = load(saved)
+    assert type(again) is type(estimator) and again.get_params() == estimator.get_params()
+    predicted = again.predict()
+    assert main(["train", "--csv", str(csv), *flags, "--seq-len", "96", "--horizon", "7",
+                 "--out", str(tmp_path / "cli"), "--quiet"]) == 0
+    assert main(["forecast", str(tmp_path / "cli"), "--csv", str(csv), "--out",
+                 str(tmp_path / "f.csv")]) == 0
+    capsys.readouterr()
+    cli = pd.read_csv(tmp_path / "f.csv", index_col=0, parse_dates=True)
+    np.testing.assert_allclose(predicted.to_numpy(), cli.to_numpy(), rtol=1e-9, atol=1e-12)
+    assert list(predicted.index) == list(cli.index)
+    assert estimator.mse_ == json.loads((tmp_path / "cli" / "result.json").read_text())["mse"]
+
+
+def test_the_contract_fitted_attributes_and_typed_claims(series):
+    csv, frame = series
+    model = DPLinearForecaster(eps=0.5, seq_len=96, horizon=7)
+    assert model.get_params()["eps"] == 0.5 and model.set_params(eps=2.0) is model
+    with pytest.raises(InvalidInputError, match=r"has no setting \['epochs'\]"):
+        model.set_params(epochs=3)
+    with pytest.raises(InvalidInputError, match="is not fitted yet: call fit"):
+        model.predict()
+    assert model.fit(frame) is model  # a DataFrame fits as its CSV does
+    assert model.claims_ and all(isinstance(c, qpriv.PrivacyClaim) for c in model.claims_)
+    assert model.claims_[0].value == 2.0 and model.claims_[0].unit.value == "record"
+    assert model.predict().equals(model.forecast(frame))
+    from_file = DPLinearForecaster(eps=2.0, seq_len=96, horizon=7).fit(csv)
+    assert model.mse_ == from_file.mse_
+    with pytest.raises(InvalidInputError, match="exists; save into a new folder"):
+        model.save(csv.parent)
+
+
+def test_the_backbone_estimator_takes_only_backbone_methods():
+    with pytest.raises(InvalidInputError, match=r"'dp-linear' is not a method of the LDPT "
+                                                r"backbone.*DPLinearForecaster"):
+        TransformerForecaster(method="dp-linear")
+    assert TransformerForecaster(method="classical").method == "classical"
+
+
+@pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"), reason="needs QPRIV_DATA_DIR (ETT)")
+def test_a_trained_backbone_round_trips(tmp_path):
+    model = TransformerForecaster(method="classical", seq_len=64, epochs=1,
+                                  max_train_windows=32, max_eval_windows=16,
+                                  overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
+    model.fit("ETTh1")
+    again = load(model.save(tmp_path / "run"))
+    assert type(again) is TransformerForecaster and again.method == "classical"
+    assert again.get_params()["epochs"] == 1
+    pd.testing.assert_frame_equal(again.predict(), model.predict())

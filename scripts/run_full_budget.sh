@@ -10,7 +10,7 @@
 # A grid already published under results/ is skipped.
 #
 # The grids outlast a machine, so their finished cells are carried through the repository
-# (scripts/carry_cells.py, qpriv.experiments.carry): on start the cells in CARRY (default
+# (scripts/carry_cells.py): on start the cells in CARRY (default
 # carried-cells) are restored into OUT, and every 10 minutes, and after each grid, the newly
 # finished ones are saved there; commit CARRY to keep them. Before the machine is given up (a
 # session's end), save the cells still training too, with their checkpoints, so that they resume

@@ -124,6 +124,7 @@ def load_script() -> Callable[[str], ModuleType]:
     def load(name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # a dataclass of the script looks its module up there
         spec.loader.exec_module(module)
         return module
 

@@ -1,4 +1,4 @@
-"""``qpriv.experiments.carry`` and ``scripts/carry_cells.py``: a grid's finished cells, carried
+"""``scripts/carry_cells.py``: a grid's finished cells, carried
 through a folder to a fresh run folder, are read there as finished (nothing is trained again,
 the rows are the same, Table 9's attack still finds the weights), and nothing unfinished or
 machine-specific is carried."""
@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from qpriv.experiments import carry, runner
+from qpriv.experiments import runner
 from qpriv.experiments.grid import TINY
 from qpriv.experiments.runner import run_experiment
 from qpriv.forecasting.datasets import locate_dataset
@@ -22,6 +22,12 @@ needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
 )
 
+
+
+@pytest.fixture(scope="module")
+def carry(request):
+    """The carry script's module (the scripts are no package: loaded from its file)."""
+    return request.getfixturevalue("load_script")("carry_cells")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +43,8 @@ def _rows(report) -> list[dict]:
 
 
 @needs_ett
-def test_carried_cells_are_read_as_finished_with_the_same_rows(grid, tmp_path, monkeypatch):
+def test_carried_cells_are_read_as_finished_with_the_same_rows(carry, grid, tmp_path,
+                                                              monkeypatch):
     out, first = grid
     saved = carry.save(out, tmp_path / "carry")
     cells = carry.finished_cells(out)
@@ -82,7 +89,7 @@ def test_carried_cells_are_read_as_finished_with_the_same_rows(grid, tmp_path, m
     assert not carry.restore(tmp_path / "carry", fresh).copied
 
 
-def test_only_finished_cells_and_classifier_runs_are_carried(tmp_path, load_script):
+def test_only_finished_cells_and_classifier_runs_are_carried(carry, tmp_path, load_script):
     out = tmp_path / "out"
     done = out / "cells" / "full" / "ETTh1-H24-classical-s1"
     running = out / "cells" / "full" / "ETTh1-H24-ldpt-eps0.1-s1"
@@ -159,7 +166,7 @@ def test_a_folder_without_cells_is_one_line_and_exit_2(tmp_path, capsys, load_sc
 
 
 @needs_ett
-def test_an_unfinished_cell_carried_resumes_from_its_epoch_to_the_same_rows(tmp_path,
+def test_an_unfinished_cell_carried_resumes_from_its_epoch_to_the_same_rows(carry, tmp_path,
                                                                              monkeypatch):
     """A cell killed in its second epoch, saved with ``unfinished`` and restored on a 'fresh
     machine', trains only its second epoch there and ends where an uninterrupted grid does."""

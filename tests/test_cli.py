@@ -547,6 +547,20 @@ def test_argument_errors_and_version_import_no_numerical_library(argv):
     assert loaded == "[]" and int(code) in (0, 2)
 
 
+def test_python_dash_m_qpriv_is_the_command_line():
+    """`python -m qpriv` (issue 41, item 5)."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "qpriv", "--version"], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == f"qpriv {importlib.metadata.version('qpriv')}"
+    failed = subprocess.run([sys.executable, "-m", "qpriv", "train", "--bogus"],
+                            capture_output=True, text=True)
+    assert failed.returncode == 2 and failed.stderr.startswith("qpriv: error: unrecognized")
+
+
 def test_version_prints_the_installed_version(capsys):
     import importlib.metadata
 

@@ -266,8 +266,14 @@ def test_cli_prints_the_table(tmp_path, capsys):
     assert main(["frontier", "--budget", "tiny", "--eps", "1", "--seeds", "1", "--methods",
                  "dp-linear", "public", "--out", str(tmp_path), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert text.startswith("# Privacy-utility frontier: ETTh1, H = 24, record unit")
-    assert "written to" in text.splitlines()[-2]
+    assert text.startswith("ETTh1 H=24: test MSE vs eps at the record unit")
+    lines = text.splitlines()
+    assert max(map(len, lines[:-3])) <= 100  # the Markdown table ran to 250 columns (issue 41)
+    assert lines[1].split() == ["method", "eps", "reading", "test", "MSE", "(mean", "±", "sd)",
+                                "seeds"]
+    assert lines[-3].startswith("every column, and how to read each row: ")
+    assert lines[-3].endswith("frontier.md")
+    assert "written to" in lines[-2]
     report = tmp_path / "ETTh1-H24-record" / "tiny" / "report.html"
     assert text.splitlines()[-1] == f"report: {report}" and report.is_file()
 

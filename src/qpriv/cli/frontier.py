@@ -25,6 +25,7 @@ from qpriv.experiments.frontier import (
     DEFAULT_SEEDS,
     UNITS,
     run_frontier,
+    terminal_table,
 )
 from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.csv_input import CsvFormat
@@ -93,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report.as_dict())
     else:
-        print(Path(report.files["markdown"]).read_text(), end="")
+        print(terminal_table(report), end="")
+        print(f"every column, and how to read each row: {report.files['markdown']}")
         print(f"written to {Path(report.files['markdown']).parent} "
               f"({report.seconds:.0f} s, {len(report.failures)} failed cells)", file=sys.stdout)
         print(f"report: {page}")

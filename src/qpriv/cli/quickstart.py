@@ -18,6 +18,7 @@ from qpriv.cli.common import (
     seed_int,
 )
 from qpriv.experiments import quickstart as quick
+from qpriv.experiments.frontier import terminal_table
 from qpriv.experiments.report import write_report_html
 from qpriv.progress import tell
 from qpriv.runs.files import written_since
@@ -110,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
           "and the forecast targets reach the trained model without the channel "
           "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
     print()
-    print(outcome.frontier_markdown, end="")
+    print(terminal_table(outcome.frontier), end="")
+    print(f"every column, and how to read each row: {outcome.frontier.files['markdown']}")
     print()
     print(f"done in {outcome.seconds / 60:.1f} min (planned: about "
           f"{quick_plan.seconds / 60:.1f} min)"

@@ -82,7 +82,7 @@ from qpriv.runs.cache import cached_json
 from qpriv.runs.directory import check_folder, first_names, visible_entries
 from qpriv.runs.files import atomic_write_bytes, atomic_write_text, read_json_object
 from qpriv.runs.layout import REPORT_FILE, RESULT_FILE, RUN_FILES
-from qpriv.tables import format_cell, format_table
+from qpriv.tables import TABLE_WIDTH, format_cell, format_table
 
 UNITS = (Unit.RECORD.value, Unit.WINDOW.value)
 """The units a frontier can be stated at."""
@@ -671,6 +671,17 @@ HYPER_PARAMETERS_LINE = (
     "linear family's on ETTh1's H = 24 validation split, the transformer's by the paper's "
     "protocol); that choice is not itself private. The errors are measurements on the test "
     "split, z-scored by the loader's scaler, not part of any release.")
+
+
+def terminal_table(report: FrontierReport) -> str:
+    """The frontier for a terminal of :data:`~qpriv.tables.TABLE_WIDTH` columns: its title, and
+    per row the method, eps, how the row reads (what its eps covers), the test MSE (mean ± sd)
+    and the seeds; ``frontier.md`` holds every column."""
+    rows = [[row["method"], "—" if row["eps"] is None else row["eps"], row["reading"],
+             _mean_sd(row["mse_mean"], row["mse_sd"]), row["n_seeds"]] for row in report.rows]
+    return (title_of(report) + "\n" + format_table(
+        ["method", "eps", "reading", "test MSE (mean ± sd)", "seeds"], rows,
+        max_width=TABLE_WIDTH, significant=True) + "\n")
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:

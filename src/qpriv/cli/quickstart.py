@@ -15,6 +15,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
     print_table,
+    print_wrapped,
     seed_int,
 )
 from qpriv.experiments import quickstart as quick
@@ -59,10 +60,12 @@ def run(args: argparse.Namespace) -> int:
         eval_passes=args.eval_passes, seed=args.seed, out_dir=args.out,
         frontier_budget=args.frontier_budget)
     if not args.json:
-        print(f"qpriv quickstart: classical vs LDPT on {args.dataset}, H = {args.horizon}, "
-              "then the privacy-utility frontier (a short budget; `qpriv train` runs the full "
-              "protocol)")
-        print("\n".join(quick_plan.lines()), flush=True)
+        print_wrapped(f"qpriv quickstart: classical vs LDPT on {args.dataset}, H = "
+                      f"{args.horizon}, then the privacy-utility frontier (a short budget; "
+                      "`qpriv train` runs the full protocol)")
+        for line in quick_plan.lines():
+            print_wrapped(line, indent="      ")
+        print(end="", flush=True)
     outcome = quick.run_quickstart(
         quick_plan, data_dir=args.data_dir, progress=not (args.quiet or args.json),
         on_result=None if args.json else (
@@ -87,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
     passes = args.eval_passes
     print()
     print_table(
-        ["run", f"MSE (mean of {passes})", f"MAE (mean of {passes})", "dMSE %",
-         "eps per pass", "eps composed (adv.)", "eps token (rig.)", "eps record (rig.)", "p",
+        ["run", "MSE", "MAE", "dMSE %", "eps/pass", "eps adv.", "eps token", "eps record", "p",
          "sigma"],
         [[r["label"], r["mse"], r["mae"],
           None if r["delta_mse_pct"] is None else f"{r['delta_mse_pct']:+.1f}",
@@ -96,20 +98,23 @@ def run(args: argparse.Namespace) -> int:
           number(r["eps_token_rigorous"]), number(r["eps_record_rigorous"]), r["p"], r["sigma"]]
          for r in rows],
     )
-    print(f"eps per pass: local eps-QDP per pass (d = 0.1, full trace norm), accounting=paper; "
-          f"composed: advanced composition over {args.epochs} epochs, delta' = 1e-6, "
-          f"accounting=paper. Rigorous: (eps, delta = 1e-5) of one token state's N_s-shot "
-          f"release and of one record over the {args.epochs} epochs (every shot, token and "
-          f"window holding it), composed, accounting=rigorous (qpriv account). MSE/MAE on the "
-          f"z-scored test windows, the mean over {passes} test passes (LDPT's predictions are "
-          "noisy; the lines above give the same mean).")
-    print(f"channel audit at eps_s = {audit.eps_s:g}: worst exact D_max {audit.dmax_max:.4f} <= "
-          f"Theorem 1 bound {audit.eps_ch_bound:.4f} over {audit.pairs} neighbouring pairs "
-          f"(slack {audit.slack:.2f}x): {'PASS' if audit.passed else 'FAIL'}")
-    print("caveat: the paper's per-pass eps does not count the N_s shots released per token; "
-          "both accountings hold for the released quantum features only: RevIN's statistics "
-          "and the forecast targets reach the trained model without the channel "
-          "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
+    print_wrapped(
+        f"MSE/MAE: on the z-scored test windows, the mean over {passes} test passes (LDPT's "
+        "predictions are noisy; the lines above give the same mean). eps/pass: local eps-QDP "
+        "per pass (d = 0.1, full trace norm), accounting=paper; eps adv.: advanced composition "
+        f"over {args.epochs} epochs, delta' = 1e-6, accounting=paper. eps token and eps record:"
+        f" rigorous (eps, delta = 1e-5) of one token state's N_s-shot release and of one record "
+        f"over the {args.epochs} epochs (every shot, token and window holding it), composed, "
+        "accounting=rigorous (qpriv account).")
+    print_wrapped(
+        f"channel audit at eps_s = {audit.eps_s:g}: worst exact D_max {audit.dmax_max:.4f} <= "
+        f"Theorem 1 bound {audit.eps_ch_bound:.4f} over {audit.pairs} neighbouring pairs "
+        f"(slack {audit.slack:.2f}x): {'PASS' if audit.passed else 'FAIL'}")
+    print_wrapped(
+        "caveat: the paper's per-pass eps does not count the N_s shots released per token; "
+        "both accountings hold for the released quantum features only: RevIN's statistics "
+        "and the forecast targets reach the trained model without the channel "
+        "(`qpriv audit sidechannel`, `qpriv train --accounting rigorous`).")
     print()
     print(terminal_table(outcome.frontier), end="")
     print(f"every column, and how to read each row: {outcome.frontier.files['markdown']}")

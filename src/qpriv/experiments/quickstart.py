@@ -435,12 +435,12 @@ def run_line(planned: PlannedRun, result: dict, seconds: float) -> str:
     mse = result.get("mse_mean", result.get("mse"))
     passes = (result.get("train") or {}).get("eval_passes", 1)
     tested = ("no test MSE: training diverged before any finite validation loss"
-              if mse is None else f"test MSE {mse:.4f} (mean of {passes} test passes)")
+              if mse is None else f"test MSE {mse:.4f} (mean of {passes} passes)")
     if planned.reused is not None:
         return f"{planned.reused.line(planned.run.label)}: {tested}"
     val = result.get("val_loss")
     best = ("" if val is None else
-            f"best val loss {val:.4f} (epoch {result.get('best_epoch')}), ")
+            f"best val {val:.4f} (epoch {result.get('best_epoch')}), ")
     return f"{planned.part.label} trained in {seconds:.0f} s: {best}{tested}"
 
 

@@ -82,6 +82,7 @@ from qpriv.privacy.claims import (
 from qpriv.privacy.quantiles import log_grid, private_location_scale
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.ssp import (
+    SSPNoise,
     gaussian_noise_multiplier,
     noise_scaled_ridge,
     perturb,
@@ -327,73 +328,43 @@ def fit_dp_linear(
     location and scale by private quantiles at ``scaler_share * eps`` (pure DP); or declared
     public: ``"data"`` takes the loader's scaler (fitted on the training split in the clear; the
     claim then does not cover it) and a :class:`ZScoreScaler` gives the statistics in the file's
-    units (record unit only: the window unit divides each row by its own look-back's std and
-    needs no scaler). (2) Record unit: the series in that scaler's units, values clipped to
-    [-R, R] (``clip``). Both units: each row's features and residual targets projected onto
-    balls of radius ``feature_clip`` and ``target_clip * sqrt(k)`` (k output blocks).
-    (3) ``select="private"`` (default): the design is chosen among
-    :func:`qpriv.forecasting.linear_select.design_candidates` by
+    units (record unit only: the window unit divides each row by its own look-back's std).
+    (2) Record unit: values clipped to [-R, R] (``clip``) in that scaler's units. Both units:
+    each row's features and residual targets projected onto balls of radius ``feature_clip`` and
+    ``target_clip * sqrt(k)`` (k output blocks). (3) ``select="private"`` (default): the design
+    is chosen among :func:`qpriv.forecasting.linear_select.design_candidates` by
     :func:`qpriv.forecasting.linear_select.select_design` from a Gaussian release spending
     ``select_share`` of the Gaussian budget; ``"fixed"``: ``spec`` (default
-    :func:`default_spec`) and ``ridge_scale``, declared as chosen outside the guarantee.
-    (4) A and B over all training windows and channels, Gaussian noise calibrated with the
-    sensitivities of :func:`qpriv.privacy.ssp.window_sensitivities` (C rows per window) or
-    :func:`qpriv.privacy.ssp.record_sensitivities_projected` (from the column norms of the
-    window's linear maps, :func:`record_maps`), ``share_a`` of it on A. (5) PSD repair, and
-    the ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public
-    forecast).
+    :func:`default_spec`) and ``ridge_scale``, declared as chosen outside the guarantee. (4) A
+    and B over all training windows and channels, Gaussian noise calibrated with the
+    sensitivities of :func:`_sensitivities`, ``share_a`` of it on A. (5) PSD repair, and the
+    ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
 
     Accounting: the Gaussian releases (selection and fit) compose exactly as one Gaussian
     mechanism (:func:`qpriv.privacy.ssp.split_noise_multiplier`), calibrated by the analytic
-    Gaussian mechanism to ``eps - eps_scaler``; the scaler composes with it by basic
-    composition to (eps, delta).
+    Gaussian mechanism to ``eps - eps_scaler``; the scaler composes by basic composition.
 
-    The model is equivariant to per-channel affine maps, so the scaler is used only for the
-    clipping: the forecasts apply in the loader's z-scored units unchanged. ``seed`` seeds the
-    noise (reproducible, and replayable by whoever knows it: the claim says so); None draws it
-    from the operating system's entropy (:mod:`qpriv.privacy.randomness`). ``noise=False`` is
-    for tests only: it skips every noise draw (selection included) and promises nothing.
+    The model is equivariant to per-channel affine maps, so the scaler serves the clipping alone.
+    ``seed`` seeds the noise (reproducible, and replayable by whoever knows it: the claim says
+    so); None draws it from the operating system's entropy (:mod:`qpriv.privacy.randomness`).
+    ``noise=False`` is for tests only: it skips every noise draw and promises nothing.
 
     Raises:
         InvalidInputError: a bad eps (> 0, at most :data:`MAX_DP_LINEAR_EPS`), delta, unit,
             share, clip or select, or an unknown scaler.
     """
-    eps = check_dp_linear_eps(eps)
-    delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
-                             hint="delta is a probability in (0, 1), typically 1e-6")
-    if unit not in DEFAULTS:
-        raise InvalidInputError(f"unit = {unit!r} is not a privacy unit; use 'record' or "
-                                "'window'")
-    require_meaningful_delta(delta, units=protected_units(data, unit), unit=unit)
-    if select not in SELECT_CHOICES:
-        raise InvalidInputError(f"select = {select!r} is not one of {SELECT_CHOICES}: "
-                                "'private' chooses the design inside the guarantee, 'fixed' "
-                                "takes the given spec")
-    if select == "private" and (spec is not None or ridge_scale is not None):
-        raise InvalidInputError("spec and ridge_scale are chosen by the private selection; "
-                                "pass select='fixed' to give them")
-    defaults = DEFAULTS[unit]
-    the_unit = Unit(unit)
-    share_a = defaults["share_a"] if share_a is None else share_a
-    select_share = require_in_range(
-        "select_share", defaults["select_share"] if select_share is None else select_share,
-        low=0.0, high=1.0, high_inclusive=False,
-        hint="the share of the Gaussian budget spent on selection lies in (0, 1)")
+    eps, delta = _check_request(data, eps=eps, delta=delta, unit=unit, select=select,
+                                fixed_design=spec is not None or ridge_scale is not None)
+    defaults, the_unit = DEFAULTS[unit], Unit(unit)
+    share_a, select_share, c_x, c_y = _shares_and_clips(
+        defaults, share_a=share_a, select_share=select_share, feature_clip=feature_clip,
+        target_clip=target_clip)
     period = resolve_period(data.dates, period)
     rng = np.random.default_rng(None if seed is None else require_seed("seed", seed))
     raw = data.train_raw  # the file's own values: see ForecastData.train_raw
-    c_x = require_in_range("feature_clip", defaults["feature_clip"]
-                           if feature_clip is None else feature_clip, low=0.0)
-    c_y = require_in_range("target_clip", defaults["target_clip"]
-                           if target_clip is None else target_clip, low=0.0)
 
-    if the_unit == Unit.WINDOW:
-        # Each row is divided by its look-back's std: the statistics are invariant to any
-        # per-channel affine map, so no scaler is needed and none is released.
-        series, r, eps_scaler = raw, None, 0.0
-        scaler_note = ("no scaler is used or released: each row is normalised by its own "
-                       "look-back's mean and std, so the fit is invariant to per-channel affine "
-                       "maps of the data")
+    if the_unit == Unit.WINDOW:  # each row divided by its look-back's std: no scaler
+        series, r, eps_scaler, scaler_note = raw, None, 0.0, WINDOW_SCALER_NOTE
     else:
         r = require_in_range("clip", defaults["clip"] if clip is None else clip, low=0.0,
                              hint="the value range R (z-scored units) must be > 0, e.g. 3")
@@ -403,7 +374,6 @@ def fit_dp_linear(
         series = used.transform(raw)
     eps_gauss = eps - eps_scaler
     z = gaussian_noise_multiplier(eps=eps_gauss, delta=delta)
-    selection: dict[str, Any] = {"select": select}
     if select == "private":
         z_select, z_fit = split_noise_multiplier(z, (select_share, 1.0 - select_share))
         chosen = select_design(
@@ -412,43 +382,26 @@ def fit_dp_linear(
             seq_len=data.seq_len, horizon=data.horizon, unit=unit,
             n_channels=data.n_channels, noise_multiplier=z_select, share_a=share_a, clip=r,
             feature_clip=c_x, target_clip=c_y, rng=rng, noisy=noise)
-        spec, ridge_scale = chosen.chosen.spec, chosen.chosen.ridge_scale
-        pooled = chosen.pooled
-        selection.update(share=select_share, eps_share_note=(
+        spec, ridge_scale, pooled = chosen.chosen.spec, chosen.chosen.ridge_scale, chosen.pooled
+        selection = {"select": select, "share": select_share, "eps_share_note": (
             f"{select_share:g} of the Gaussian budget (1/z^2) on the selection release, "
-            f"{1 - select_share:g} on the fit"), **chosen.details)
+            f"{1 - select_share:g} on the fit"), **chosen.details}
     else:
-        z_fit, pooled = z, None
+        z_fit, pooled, selection = z, None, {"select": select}
         spec = default_spec(data, period=period) if spec is None else spec
         ridge_scale = defaults["ridge_scale"] if ridge_scale is None else ridge_scale
     ridge_scale = require_in_range("ridge_scale", ridge_scale, low=0.0, low_inclusive=True)
     features, public, outputs = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)
-    c_y_rows = c_y * math.sqrt(outputs.shape[1])
-    if the_unit == Unit.WINDOW:
-        d_a, d_b = window_sensitivities(rows_per_unit=data.n_channels, feature_clip=c_x,
-                                        target_clip=c_y_rows)
-        clipping = {"feature_clip": c_x, "target_clip": c_y_rows, "target_clip_per_block": c_y,
-                    "row_scaling": "each row divided by its look-back's std"}
-    else:
-        window_map, target_map = record_maps(features, public, outputs)
-        d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=r,
-                                                  feature_clip=c_x, target_clip=c_y_rows)
-        clipping = {"clip": r, "feature_clip": c_x, "target_clip": c_y_rows,
-                    "target_clip_per_block": c_y, "bound": "projected rows (column norms)"}
+    d_a, d_b, clipping = _sensitivities(the_unit, (features, public, outputs),
+                                        n_channels=data.n_channels, clip=r, feature_clip=c_x,
+                                        target_clip=c_y)
     a, b = sufficient_statistics(series, features=features, public=public, outputs=outputs,
-                                 clip=r, feature_clip=c_x, target_clip=c_y_rows,
+                                 clip=r, feature_clip=c_x, target_clip=clipping["target_clip"],
                                  rescale=the_unit == Unit.WINDOW)
     release = ssp_noise(sensitivity_a=d_a, sensitivity_b=d_b, noise_multiplier=z_fit,
                         share_a=share_a, eps=eps_gauss, delta=delta)
-    noisy_a, noisy_b = perturb(a, b, release, rng=rng) if noise else (a, b)
-    # noise=False (tests) keeps the ridge the noise would have set: the noiseless twin is
-    # the ridge shrunk toward the public forecast by that data-independent amount
-    var_a = release.sigma_a ** 2
-    if pooled is not None and noise:  # the selection release's view of the same statistics
-        noisy_a, noisy_b, var_a = pooled.combine(noisy_a, noisy_b, var_a=var_a,
-                                                 var_b=release.sigma_b ** 2)
-    ridge = noise_scaled_ridge(math.sqrt(var_a), features.shape[0], scale=ridge_scale)
-    weights = ridge_solve(psd_floor(noisy_a), noisy_b, ridge=ridge)
+    weights, ridge = _noisy_solve(a, b, release, pooled=pooled, rng=rng, noise=noise,
+                                  ridge_scale=ridge_scale)
     details = {
         "mechanism": "sufficient-statistics perturbation (AdaSSP-style ridge), analytic "
                      "Gaussian (Balle & Wang 2018)",
@@ -463,33 +416,125 @@ def fit_dp_linear(
                   (scaler if isinstance(scaler, str) else "given"), **clipping,
         "selection": selection, "period": period,
     }
+    kernel = kernel_from_weights(features=features, public=public, targets=outputs,
+                                 weights=weights)
+    return DPLinearFit(model=LinearForecaster(kernel=kernel, spec=spec, details=details,
+                                              name=f"dp-linear ({unit}, eps={eps:g})"),
+                       claims=(_claim(eps, delta, the_unit, details=details,
+                                      scaler_note=scaler_note, secret=seed is None),))
+
+
+WINDOW_SCALER_NOTE = ("no scaler is used or released: each row is normalised by its own "
+                      "look-back's mean and std, so the fit is invariant to per-channel affine "
+                      "maps of the data")
+"""The scaler note of a dp-linear claim at the window unit."""
+
+
+def _check_request(data: ForecastData, *, eps: float, delta: float, unit: str, select: str,
+                   fixed_design: bool) -> tuple[float, float]:
+    """:func:`fit_dp_linear`'s budget, unit and selection checked, before anything is read."""
+    eps = check_dp_linear_eps(eps)
+    delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
+                             hint="delta is a probability in (0, 1), typically 1e-6")
+    if unit not in DEFAULTS:
+        raise InvalidInputError(f"unit = {unit!r} is not a privacy unit; use 'record' or "
+                                "'window'")
+    require_meaningful_delta(delta, units=protected_units(data, unit), unit=unit)
+    if select not in SELECT_CHOICES:
+        raise InvalidInputError(f"select = {select!r} is not one of {SELECT_CHOICES}: "
+                                "'private' chooses the design inside the guarantee, 'fixed' "
+                                "takes the given spec")
+    if select == "private" and fixed_design:
+        raise InvalidInputError("spec and ridge_scale are chosen by the private selection; "
+                                "pass select='fixed' to give them")
+    return eps, delta
+
+
+def _noisy_solve(a: np.ndarray, b: np.ndarray, release: SSPNoise, *, pooled: Any,
+                 rng: np.random.Generator, noise: bool,
+                 ridge_scale: float) -> tuple[np.ndarray, float]:
+    """The weights from the statistics (A, B) released with ``release``'s noise (and, where the
+    design was selected privately, averaged with the selection release's view of the same
+    statistics, ``pooled``), PSD-repaired, under the ridge the noise sets; and that ridge."""
+    noisy_a, noisy_b = perturb(a, b, release, rng=rng) if noise else (a, b)
+    # noise=False (tests) keeps the ridge the noise would have set: the noiseless twin is
+    # the ridge shrunk toward the public forecast by that data-independent amount
+    var_a = release.sigma_a ** 2
+    if pooled is not None and noise:  # the selection release's view of the same statistics
+        noisy_a, noisy_b, var_a = pooled.combine(noisy_a, noisy_b, var_a=var_a,
+                                                 var_b=release.sigma_b ** 2)
+    ridge = noise_scaled_ridge(math.sqrt(var_a), a.shape[0], scale=ridge_scale)
+    return ridge_solve(psd_floor(noisy_a), noisy_b, ridge=ridge), ridge
+
+
+def _shares_and_clips(defaults: dict[str, Any], *, share_a: float | None,
+                      select_share: float | None, feature_clip: float | None,
+                      target_clip: float | None) -> tuple[float, float, float, float]:
+    """The budget shares and row clips :func:`fit_dp_linear` uses: each given one checked,
+    each missing one the unit's default (:data:`DEFAULTS`)."""
+    def given(name: str, value: float | None) -> float:
+        return defaults[name] if value is None else value
+
+    select_share = require_in_range(
+        "select_share", given("select_share", select_share), low=0.0, high=1.0,
+        high_inclusive=False,
+        hint="the share of the Gaussian budget spent on selection lies in (0, 1)")
+    return (given("share_a", share_a), select_share,
+            require_in_range("feature_clip", given("feature_clip", feature_clip), low=0.0),
+            require_in_range("target_clip", given("target_clip", target_clip), low=0.0))
+
+
+def _sensitivities(unit: Unit, maps: tuple[np.ndarray, np.ndarray, np.ndarray], *,
+                   n_channels: int, clip: float | None, feature_clip: float,
+                   target_clip: float) -> tuple[float, float, dict[str, Any]]:
+    """(Delta_A, Delta_B) of the statistics at ``unit`` on the design's ``(features, public,
+    outputs)`` maps, and the clipping that bounds them (``target_clip`` is per output block:
+    the rows' radius is ``target_clip * sqrt(k)``): :func:`qpriv.privacy.ssp.window_sensitivities`
+    (C rows per window) or :func:`qpriv.privacy.ssp.record_sensitivities_projected` (from the
+    column norms of the window's linear maps, :func:`record_maps`)."""
+    features, public, outputs = maps
+    c_y_rows = target_clip * math.sqrt(outputs.shape[1])
+    if unit == Unit.WINDOW:
+        d_a, d_b = window_sensitivities(rows_per_unit=n_channels, feature_clip=feature_clip,
+                                        target_clip=c_y_rows)
+        return d_a, d_b, {"feature_clip": feature_clip, "target_clip": c_y_rows,
+                          "target_clip_per_block": target_clip,
+                          "row_scaling": "each row divided by its look-back's std"}
+    window_map, target_map = record_maps(features, public, outputs)
+    d_a, d_b = record_sensitivities_projected(window_map, target_map, bound=clip,
+                                              feature_clip=feature_clip, target_clip=c_y_rows)
+    return d_a, d_b, {"clip": clip, "feature_clip": feature_clip, "target_clip": c_y_rows,
+                      "target_clip_per_block": target_clip,
+                      "bound": "projected rows (column norms)"}
+
+
+def _claim(eps: float, delta: float, unit: Unit, *, details: dict[str, Any],
+           scaler_note: str, secret: bool) -> PrivacyClaim:
+    """dp-linear's one claim: its budget at ``unit`` with what it takes as given (notes)."""
+    selection, period = details["selection"], details["period"]
+    private = selection["select"] == "private"
     notes = (
         scaler_note,
-        RULES_NOTE if select == "private" else FIXED_DESIGN_NOTE,
+        RULES_NOTE if private else FIXED_DESIGN_NOTE,
         f"{PERIOD_NOTE}: {period} rows",
         CONSTANT_CHANNEL_NOTE,
-        randomness_note(secret=seed is None),
+        randomness_note(secret=secret),
     )
-    if select == "private":
+    if private:
         notes += (f"the design ({selection['chosen']}) was selected inside the guarantee among "
                   f"{len(selection['candidates'])} declared candidates: {selection['mechanism']}"
                   f"; {selection['eps_share_note']}",)
-    if the_unit == Unit.WINDOW:
+    if unit == Unit.WINDOW:
         notes += (WINDOW_COUNT_NOTE,)
-    if the_unit == Unit.RECORD:
+    if unit == Unit.RECORD:
         notes += (f"record: one value of one channel at one time step of the training series, "
                   f"replaced by any other value (event-level DP): the mechanism itself clips "
-                  f"every value to [-{clipping['clip']:g}, {clipping['clip']:g}] in the "
+                  f"every value to [-{details['clip']:g}, {details['clip']:g}] in the "
                   "scaler's units, so the change it sees is at most "
-                  f"{2 * clipping['clip']:g}",)
-    claim = PrivacyClaim(value=eps, delta=delta, kind=Kind.GLOBAL_DP,
-                         accounting=Accounting.RIGOROUS, unit=the_unit, covers=COVERS_LINEAR,
-                         notes=notes, details=details)
-    kernel = kernel_from_weights(features=features, public=public, targets=outputs,
-                                 weights=weights)
-    model = LinearForecaster(kernel=kernel, spec=spec,
-                             name=f"dp-linear ({unit}, eps={eps:g})", details=details)
-    return DPLinearFit(model=model, claims=(claim,))
+                  f"{2 * details['clip']:g}",)
+    return PrivacyClaim(value=eps, delta=delta, kind=Kind.GLOBAL_DP,
+                        accounting=Accounting.RIGOROUS, unit=unit, covers=COVERS_LINEAR,
+                        notes=notes, details=details)
 
 
 def _record_scaler(scaler: Scaler, *, data: ForecastData, raw: np.ndarray, eps: float,

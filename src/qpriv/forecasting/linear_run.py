@@ -27,6 +27,8 @@ from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     SELECT_CHOICES,
+    LinearForecaster,
+    LinearSpec,
     check_dp_linear_eps,
     default_spec,
     evaluate,
@@ -47,7 +49,7 @@ from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.budget import GLOBAL_DELTA
-from qpriv.privacy.claims import require_meaningful_delta
+from qpriv.privacy.claims import PrivacyClaim, require_meaningful_delta
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
@@ -100,35 +102,8 @@ def run_linear(
     """
     entry = method_entry(method)
     private = entry.needs_eps
-    if not private:
-        for name, value in (("delta", delta), ("clip_range", clip_range), ("scaler", scaler)):
-            if value is not None:
-                raise ArgumentError(f"method {method!r} states no privacy guarantee, so it "
-                                    f"takes no {{{name}}}; leave it out")
-    if select is not None and method != "dp-linear":
-        raise ArgumentError(f"{{select}} chooses dp-linear's design; method {method!r} has "
-                            "none to choose: leave {select} out")
-    if select is not None and select not in SELECT_CHOICES:
-        raise ArgumentError(f"{{select}} = {select!r} is not one of {', '.join(SELECT_CHOICES)}")
-    if method == "dp-linear" and select is None:
-        select = "private"
-    if scaler is not None and scaler not in SCALERS:
-        raise ArgumentError(f"{{scaler}} = {scaler!r} is not one of {', '.join(SCALERS)}")
-    if scaler is not None and unit == "window":
-        raise ArgumentError("the window unit normalises each window by its own statistics and "
-                            "uses no scaler; leave {scaler} out")
-    if private:  # checked before anything is written
-        # dp-linear's own range; dpsgd-linear trains by DP-SGD
-        eps = check_dp_linear_eps(eps) if method == "dp-linear" else check_dpsgd_eps(eps)
-        delta = require_in_range("delta", GLOBAL_DELTA if delta is None else delta, low=0.0,
-                                 high=1.0, high_inclusive=False,
-                                 hint="delta is a probability in (0, 1), typically 1e-6")
-    if clip_range is not None and not 0 < clip_range < math.inf:
-        raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
-                            "the value range R in z-scored units, e.g. 2")
-    if clip_range is not None and unit == "window":
-        raise ArgumentError("the window unit clips each window's features, not its values; "
-                            "leave {clip_range} out")
+    eps, delta, select = _checked_settings(method, eps=eps, delta=delta, unit=unit,
+                                           clip_range=clip_range, scaler=scaler, select=select)
     out = check_out_dir(out_dir, resume=resume, marks=(RESULT_FILE,))
     with torch_threads(threads) as used_threads:
         data = load_forecasting_data(
@@ -162,19 +137,9 @@ def run_linear(
         if finished is not None:
             return finished
         tic = time.perf_counter()
-        claims = ()
-        if method == "public":
-            model = public_forecaster(seq_len=seq_len, horizon=horizon, spec=spec)
-        elif method == "ridge":
-            model = fit_ridge(data, spec=spec)
-        elif method == "dpsgd-linear":
-            model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec)
-            claims = (claim,)
-        else:
-            model, claims = fit_dp_linear(
-                data, eps=eps, delta=delta, unit=unit, seed=seed, clip=clip_range,
-                scaler="data" if scaler == "public" else "private", select=select,
-                period=period)
+        model, claims = _fit(method, data, spec=spec, eps=eps, delta=delta, unit=unit,
+                             seed=seed, clip_range=clip_range, scaler=scaler, select=select,
+                             period=period)
         seconds = time.perf_counter() - tic
         # a user's CSV: its digest in config.json escapes every guarantee, so each claim says so
         source = source_notes(request["source_sha256"])
@@ -216,6 +181,63 @@ def run_linear(
         atomic_write_bytes(out / LINEAR_MODEL_FILE, buffer.getvalue())
         atomic_write_json(out / RESULT_FILE, result)
     return result
+
+
+def _checked_settings(method: str, *, eps: float | None, delta: float | None,
+                      unit: str | None, clip_range: float | None, scaler: str | None,
+                      select: str | None) -> tuple[float | None, float | None, str | None]:
+    """:func:`run_linear`'s settings checked before anything is read or written: (eps, delta,
+    select) as the fit takes them (delta and select defaulted where the method has them)."""
+    private = method_entry(method).needs_eps
+    if not private:
+        for name, value in (("delta", delta), ("clip_range", clip_range), ("scaler", scaler)):
+            if value is not None:
+                raise ArgumentError(f"method {method!r} states no privacy guarantee, so it "
+                                    f"takes no {{{name}}}; leave it out")
+    if select is not None and method != "dp-linear":
+        raise ArgumentError(f"{{select}} chooses dp-linear's design; method {method!r} has "
+                            "none to choose: leave {select} out")
+    if select is not None and select not in SELECT_CHOICES:
+        raise ArgumentError(f"{{select}} = {select!r} is not one of {', '.join(SELECT_CHOICES)}")
+    if method == "dp-linear" and select is None:
+        select = "private"
+    if scaler is not None and scaler not in SCALERS:
+        raise ArgumentError(f"{{scaler}} = {scaler!r} is not one of {', '.join(SCALERS)}")
+    if scaler is not None and unit == "window":
+        raise ArgumentError("the window unit normalises each window by its own statistics and "
+                            "uses no scaler; leave {scaler} out")
+    if private:
+        # dp-linear's own range; dpsgd-linear trains by DP-SGD
+        eps = check_dp_linear_eps(eps) if method == "dp-linear" else check_dpsgd_eps(eps)
+        delta = require_in_range("delta", GLOBAL_DELTA if delta is None else delta, low=0.0,
+                                 high=1.0, high_inclusive=False,
+                                 hint="delta is a probability in (0, 1), typically 1e-6")
+    if clip_range is not None and not 0 < clip_range < math.inf:
+        raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
+                            "the value range R in z-scored units, e.g. 2")
+    if clip_range is not None and unit == "window":
+        raise ArgumentError("the window unit clips each window's features, not its values; "
+                            "leave {clip_range} out")
+    return eps, delta, select
+
+
+def _fit(method: str, data: ForecastData, *, spec: LinearSpec, eps: float | None,
+         delta: float | None, unit: str | None, seed: int | None, clip_range: float | None,
+         scaler: str | None, select: str | None,
+         period: int) -> tuple[LinearForecaster, tuple[PrivacyClaim, ...]]:
+    """The method's model on ``data`` (the fixed design ``spec`` where it takes one), and its
+    claims (none for the public floor and ridge)."""
+    if method == "public":
+        return public_forecaster(seq_len=data.seq_len, horizon=data.horizon, spec=spec), ()
+    if method == "ridge":
+        return fit_ridge(data, spec=spec), ()
+    if method == "dpsgd-linear":
+        model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec)
+        return model, (claim,)
+    model, claims = fit_dp_linear(data, eps=eps, delta=delta, unit=unit, seed=seed,
+                                  clip=clip_range, select=select, period=period,
+                                  scaler="data" if scaler == "public" else "private")
+    return model, tuple(claims)
 
 
 def _windows_read(method: str, data: ForecastData) -> int:

@@ -357,6 +357,44 @@ class ForecastData:
         return len(self.channels)
 
 
+def _read_series(dataset: str | None, *, csv: str | Path | pd.DataFrame | None,
+                 columns: Sequence[str] | None, data_dir: str | Path | None,
+                 allow_download: bool, csv_format: CsvFormat | None,
+                 ) -> tuple[pd.DataFrame, Path | None, str, SplitConvention]:
+    """The checked series of :func:`load_forecasting_data`'s data, and where it came from:
+    (frame, the file read or None for a DataFrame, the dataset's name, its split convention)."""
+    frame_given = isinstance(csv, pd.DataFrame)
+    if csv is not None and not (frame_given or isinstance(csv, (str, os.PathLike))):
+        raise InvalidInputError(
+            f"csv = {type(csv).__name__} is neither a file path nor a DataFrame: give the path "
+            "of a CSV file or a pandas DataFrame (its index, or a 'date' column, the dates)")
+    if frame_given:
+        source, name, convention = None, DATAFRAME, CUSTOM
+    elif csv is not None:
+        source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
+        name, convention = source.stem, CUSTOM
+    elif dataset is not None:
+        spec = dataset_spec(dataset)
+        source = locate_dataset(spec.name, path=data_dir, allow_download=allow_download)
+        name, convention = spec.name, spec.split
+    else:
+        raise InvalidInputError(
+            "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
+        )
+
+    if csv_format is not None and (csv is None or frame_given):
+        raise InvalidInputError("csv_format says how a CSV file is written; a named dataset's "
+                                "file has its own, and a DataFrame is read as it is: leave "
+                                "csv_format out")
+    if frame_given:
+        frame = checked_dataframe(csv, columns=columns)
+    else:
+        frame = load_frame(source, columns=columns, fmt=csv_format)
+    if csv is not None:  # a named dataset's file is checked by its checksum
+        check_evenly_spaced(frame, source=source if source is not None else "the DataFrame")
+    return frame, source, name, convention
+
+
 def load_forecasting_data(
     dataset: str | None = "ETTh1",
     *,
@@ -412,35 +450,9 @@ def load_forecasting_data(
         if value is not None:
             require_positive_int(name, value)
 
-    frame_given = isinstance(csv, pd.DataFrame)
-    if csv is not None and not (frame_given or isinstance(csv, (str, os.PathLike))):
-        raise InvalidInputError(
-            f"csv = {type(csv).__name__} is neither a file path nor a DataFrame: give the path "
-            "of a CSV file or a pandas DataFrame (its index, or a 'date' column, the dates)")
-    if frame_given:
-        source, name, convention = None, DATAFRAME, CUSTOM
-    elif csv is not None:
-        source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
-        name, convention = source.stem, CUSTOM
-    elif dataset is not None:
-        spec = dataset_spec(dataset)
-        source = locate_dataset(spec.name, path=data_dir, allow_download=allow_download)
-        name, convention = spec.name, spec.split
-    else:
-        raise InvalidInputError(
-            "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
-        )
-
-    if csv_format is not None and (csv is None or frame_given):
-        raise InvalidInputError("csv_format says how a CSV file is written; a named dataset's "
-                                "file has its own, and a DataFrame is read as it is: leave "
-                                "csv_format out")
-    if frame_given:
-        frame = checked_dataframe(csv, columns=columns)
-    else:
-        frame = load_frame(source, columns=columns, fmt=csv_format)
-    if csv is not None:  # a named dataset's file is checked by its checksum
-        check_evenly_spaced(frame, source=source if source is not None else "the DataFrame")
+    frame, source, name, convention = _read_series(
+        dataset, csv=csv, columns=columns, data_dir=data_dir, allow_download=allow_download,
+        csv_format=csv_format)
     rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)
     values = frame.to_numpy(dtype=np.float64)
     train_start, train_end = rows.train

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.qpriv-installed
 TORCH_INDEX_URL ?=
 TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 
-.PHONY: quickstart test lint bench
+.PHONY: quickstart test lint bench docs
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -29,3 +29,6 @@ test: lint
 bench: $(STAMP)
 	$(PY) benchmarks/quantum_features.py
 	$(PY) benchmarks/epoch_cost.py
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -1,5 +1,5 @@
 """What is committed under ``results/`` is what ``scripts/publish_results.py`` writes for a
-finished full-budget grid, and the README's "Full-budget results" section names every folder."""
+finished full-budget grid, and the documentation's results page names every folder."""
 
 from __future__ import annotations
 
@@ -50,8 +50,7 @@ def _named(section: str) -> set[str]:
 
 
 def test_the_readme_names_every_folder():
-    section = (ROOT / "README.md").read_text().split("## Full-budget results", 1)[1]
-    named = _named(section.split("\n## ", 1)[0])
+    named = _named((ROOT / "docs" / "results.md").read_text())
     assert {p.name for p in FOLDERS} <= named, {p.name for p in FOLDERS} - named
 
 

@@ -496,7 +496,7 @@ def test_the_readme_says_what_result_json_keeps_of_the_training_file(tmp_path):
     """The README said ``inference`` keeps the training file's sha256; for a user's file it
     is null by design (the digest identifies the file, and no guarantee covers it): the
     README now says so (issue 42)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "python.md").read_text()
     assert "only `config.json`, which is not shared, keeps it" in " ".join(readme.split())
     stamps = pd.date_range("2021-01-01", periods=400, freq="h", name="date")
     pd.DataFrame({"a": np.sin(np.arange(400) / 3.8)}, index=stamps).to_csv(tmp_path / "u.csv")

@@ -174,20 +174,21 @@ def load_run(run_dir: str | Path, *,
     :class:`LoadedRun` for the LDPT backbone, a :class:`LinearRun` for the linear family; both
     forecast new data (:meth:`~qpriv.forecasting.inference.ForecastingRun.forecast`).
 
-    Example (seconds: a tiny run on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``):
+    Examples:
+        Seconds: a tiny run on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``:
 
-    >>> import tempfile
-    >>> from qpriv.forecasting.run import run_forecast
-    >>> with tempfile.TemporaryDirectory() as out:
-    ...     _ = run_forecast(method="classical", seq_len=64, epochs=1, max_train_windows=64,
-    ...                      max_eval_windows=32, progress=False, out_dir=out,
-    ...                      overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
-    ...     run = load_run(out)
-    ...     frame = run.forecast(run.data().source)   # after the file's last row
-    >>> run.method, run.best_epoch
-    ('classical', 1)
-    >>> frame.shape, str(frame.index[0]), frame.attrs["new_data"]
-    ((24, 7), '2018-06-26 20:00:00', False)
+        >>> import tempfile
+        >>> from qpriv.forecasting.run import run_forecast
+        >>> with tempfile.TemporaryDirectory() as out:
+        ...     _ = run_forecast(method="classical", seq_len=64, epochs=1, max_train_windows=64,
+        ...                      max_eval_windows=32, progress=False, out_dir=out,
+        ...                      overrides={"d_model": 16, "n_heads": 2, "d_ff": 32})
+        ...     run = load_run(out)
+        ...     frame = run.forecast(run.data().source)   # after the file's last row
+        >>> run.method, run.best_epoch
+        ('classical', 1)
+        >>> frame.shape, str(frame.index[0]), frame.attrs["new_data"]
+        ((24, 7), '2018-06-26 20:00:00', False)
 
     Args:
         run_dir: the run's directory (``qpriv train --out DIR``).

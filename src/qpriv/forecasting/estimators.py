@@ -143,17 +143,18 @@ class DPLinearForecaster(Forecaster):
     (one value of one channel at one time step) or window unit, on its weights and so on every
     forecast; the design is selected inside the guarantee (``select="private"``).
 
-    Example (seconds: ETTh1, found through ``QPRIV_DATA_DIR``; a CSV's path or a DataFrame
-    fits the same way):
+    Examples:
+        Seconds: ETTh1, found through ``QPRIV_DATA_DIR``; a CSV's path or a DataFrame fits the same
+        way:
 
-    >>> import qpriv
-    >>> model = qpriv.DPLinearForecaster(eps=1.0, horizon=24).fit("ETTh1")
-    >>> print(model.claims_[0].label())
-    1 (global (eps, delta)-DP, delta=1e-06, accounting=rigorous)
-    >>> model.predict().shape          # the next 24 hours of the 7 channels, in their units
-    (24, 7)
-    >>> model.mse_ < qpriv.PublicForecaster(horizon=24).fit("ETTh1").mse_   # beats the floor
-    True
+        >>> import qpriv
+        >>> model = qpriv.DPLinearForecaster(eps=1.0, horizon=24).fit("ETTh1")
+        >>> print(model.claims_[0].label())
+        1 (global (eps, delta)-DP, delta=1e-06, accounting=rigorous)
+        >>> model.predict().shape          # the next 24 hours of the 7 channels, in their units
+        (24, 7)
+        >>> model.mse_ < qpriv.PublicForecaster(horizon=24).fit("ETTh1").mse_   # beats the floor
+        True
     """
 
     method = "dp-linear"
@@ -233,14 +234,15 @@ def load(directory: str | Path, *, data_dir: str | Path | None = None) -> Foreca
     the fitted data, which a folder records only as a path: a moved or released run forecasts
     what ``forecast(data)`` is given.
 
-    Example (seconds: ETTh1, found through ``QPRIV_DATA_DIR``):
+    Examples:
+        Seconds: ETTh1, found through ``QPRIV_DATA_DIR``:
 
-    >>> import tempfile, qpriv
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     model = qpriv.PublicForecaster(horizon=24).fit("ETTh1")
-    ...     again = qpriv.load(model.save(folder + "/floor"))
-    ...     again.predict().equals(model.predict())
-    True
+        >>> import tempfile, qpriv
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     model = qpriv.PublicForecaster(horizon=24).fit("ETTh1")
+        ...     again = qpriv.load(model.save(folder + "/floor"))
+        ...     again.predict().equals(model.predict())
+        True
     """
     run = load_run(directory, data_dir=data_dir)
     request = run.request.raw

@@ -713,12 +713,12 @@ def account(
     a bar over those searches and evaluations on stderr (seconds at the paper's settings,
     minutes for a million shots).
 
-    Example (seconds: one token's 64 shots at the paper's calibration of eps_s = 0.1, which
-    counts one):
+    Examples:
+        Seconds: one token's 64 shots at the paper's calibration of eps_s = 0.1, which counts one:
 
-    >>> report = account(eps_s=0.1, units=("token",), n_shots=64, restarts=1)
-    >>> report.row("token").eps > report.eps_s
-    True
+        >>> report = account(eps_s=0.1, units=("token",), n_shots=64, restarts=1)
+        >>> report.row("token").eps > report.eps_s
+        True
     """
     start = time.perf_counter()
     if (eps_s is None) == (p is None):

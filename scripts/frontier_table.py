@@ -1,4 +1,5 @@
-"""The README's "frontier across horizons" table, from the published frontiers and the paper.
+"""The "frontier across horizons" table of docs/commands.md, from the published frontiers and
+the paper.
 
 Reads every published frontier: the linear methods' rows from
 ``results/frontier-<dataset>-H<horizon>-<unit>-linear/frontier.csv`` (``qpriv frontier

@@ -1,4 +1,5 @@
-"""How much of LDPT's loss is the encoding and how much the noise? (README, "ldpt-signed".)
+"""How much of LDPT's loss is the encoding and how much the noise? (docs/commands.md,
+"ldpt-signed".)
 
 Trains the one backbone on the same budget and seed as
 

@@ -1,5 +1,5 @@
-"""How good can a forecaster be that sees each window only up to sign? (README, "What the sign
-costs".)
+"""How good can a forecaster be that sees each window only up to sign? (docs/commands.md,
+"What the sign costs".)
 
 Amplitude encoding gives rho(x) = rho(-x), and LDPT's attention sees nothing else of the input
 (gate g = 1). Its forecast in RevIN-normalised units is therefore an even function of the

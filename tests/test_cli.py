@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -654,3 +655,35 @@ def test_train_prints_lines_of_at_most_100_characters(capsys):
     assert max(len(line) for line in lines) <= 100
     assert lines[0].startswith("dp-linear on ETTh1, H = 24: test MSE ")
     assert sum(line.startswith("  note: ") for line in lines) >= 5
+
+
+@pytest.fixture(scope="module")
+def linear_run(tmp_path_factory):
+    """A dp-linear run on a generated hourly series (seconds), and its CSV."""
+    import numpy as np
+    import pandas as pd
+
+    folder = tmp_path_factory.mktemp("widths")
+    steps = np.arange(2400)
+    pd.DataFrame({"date": pd.date_range("2022-01-01", periods=2400, freq="h"),
+                  **{f"channel_{c}": np.sin(2 * np.pi * steps / 24 + c) + steps / 2400
+                     for c in range(9)}}).to_csv(folder / "wide.csv", index=False)
+    assert main(["train", "--csv", str(folder / "wide.csv"), "--eps", "1", "--seq-len", "168",
+                 "--out", str(folder / "run"), "--quiet"]) == 0
+    return folder / "run", folder / "wide.csv"
+
+
+@pytest.mark.parametrize("argv", [
+    ["calibrate"], ["methods"], ["reproduce", "--list"],
+    ["account", "--eps", "0.1", "--shots", "64", "--lower-bound-trials", "0"],
+    ["forecast", "{run}", "--csv", "{csv}"], ["attack", "mia", "{run}", "--n", "32"],
+    ["audit", "run", "{run}"],
+])
+def test_every_table_fits_100_columns(capsys, linear_run, argv):
+    """A table the command line prints fits a terminal of 100 columns: the account table ran to
+    109, the quickstart's to 250 (issue 41, item 3). A table's width is its rule of dashes."""
+    run, csv = linear_run
+    assert main([word.format(run=run, csv=csv) for word in argv]) == 0
+    rules = [line for line in capsys.readouterr().out.splitlines()
+             if re.fullmatch(r"-+( +-+)+ *", line)]
+    assert rules and max(len(rule.rstrip()) for rule in rules) <= 100

@@ -201,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
     if signed is not None:
         print(f"  {describe_signed(signed)}")
     print_table(
-        ["unit", "shots composed", "paper eps (accounting=paper)",
-         f"rigorous eps at delta {args.delta:g}", "RDP check", "seconds"],
+        ["unit", "shots composed", "paper eps", f"rigorous eps, delta {args.delta:g}",
+         "RDP check", "seconds"],
         [[r.unit, f"{r.count:,}", per_pass if r.unit in ("token", "window") else composed,
           r.eps, r.eps_rdp, f"{r.seconds:.1f}"] for r in report.rows],
     )

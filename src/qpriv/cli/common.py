@@ -284,5 +284,22 @@ def print_wrapped(text: str, *, indent: str = "  ") -> None:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Print a plain table (numbers right, text left) that fits :data:`TABLE_WIDTH`."""
-    print(format_table(headers, rows, max_width=TABLE_WIDTH))
+    """Print a plain table (numbers right, text left) that fits :data:`TABLE_WIDTH`: its widest
+    text column wrapped, and where numbers alone are too wide (a forecast of many channels), its
+    columns in consecutive tables, each led by the first column, as pandas prints a wide frame."""
+    text = format_table(headers, rows, max_width=TABLE_WIDTH)
+    if max(map(len, text.splitlines())) <= TABLE_WIDTH or len(headers) < 3:
+        print(text)
+        return
+    groups: list[list[int]] = [[]]
+    for column in range(1, len(headers)):
+        trial = format_table([headers[0], *(headers[c] for c in [*groups[-1], column])],
+                             [[row[0], *(row[c] for c in [*groups[-1], column])]
+                              for row in rows])  # unwrapped: a group must fit as it is
+        if groups[-1] and max(map(len, trial.splitlines())) > TABLE_WIDTH:
+            groups.append([])
+        groups[-1].append(column)
+    print("\n\n".join(
+        format_table([headers[0], *(headers[c] for c in group)],
+                     [[row[0], *(row[c] for c in group)] for row in rows],
+                     max_width=TABLE_WIDTH) for group in groups))

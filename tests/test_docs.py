@@ -47,3 +47,37 @@ def test_the_site_builds_strictly(tmp_path):
                  "GLOBAL_DELTA"):
         assert name in api, name  # rendered from the docstrings
     assert (tmp_path / "getting-started" / "index.html").is_file()
+
+
+def test_the_getting_started_and_api_pages_render_in_a_browser(tmp_path):
+    """Issue 41: the site's pages in a real browser (Debian's chromium, or $QPRIV_CHROMIUM):
+    the getting-started page shows its commands, the API page the estimators' documentation
+    with their examples as code, and every stylesheet and script of the theme loads."""
+    import shutil
+
+    pytest.importorskip("mkdocstrings", reason="the docs extra: pip install -e '.[dev]'")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = os.environ.get("QPRIV_CHROMIUM") or shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("no chromium binary: apt-get install chromium (.ci/run does)")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                    str(site)], cwd=ROOT, check=True, capture_output=True,
+                   env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                             args=["--no-sandbox"])
+        failed: list[str] = []
+        page = browser.new_page(viewport={"width": 1300, "height": 1000})
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.goto((site / "getting-started" / "index.html").as_uri())
+        assert page.locator("h1").first.inner_text().rstrip("¶") == "Getting started"
+        assert "make quickstart" in page.locator("pre").first.inner_text()
+        page.screenshot(path=str(tmp_path / "getting-started.png"))
+        page.goto((site / "api" / "index.html").as_uri())
+        assert page.locator("h2#estimators").count() == 1
+        examples = page.locator("div.doc pre").all_inner_texts()
+        assert any(">>> model = qpriv.DPLinearForecaster(" in text for text in examples)
+        page.screenshot(path=str(tmp_path / "api.png"), full_page=True)
+        browser.close()
+    assert not [url for url in failed if url.startswith("file:")], failed

@@ -154,12 +154,13 @@ def train_classifier(
 ) -> dict:
     """Train one classifier with DP-SGD (or clipping only) and return a JSON-able result.
 
-    Example (seconds: one epoch of a small MLP on the synthetic task at eps = 10):
+    Examples:
+        Seconds: one epoch of a small MLP on the synthetic task at eps = 10:
 
-    >>> result = train_classifier(task="synthetic", model="mlp", clip=1.0, batch=64,
-    ...                           epochs=1, seed=2024, eps=10.0, threads=1)
-    >>> result["eps"]["kind"], result["eps"]["accounting"], result["eps"]["value"] <= 10.0
-    ('global (eps, delta)-DP', 'rigorous', True)
+        >>> result = train_classifier(task="synthetic", model="mlp", clip=1.0, batch=64,
+        ...                           epochs=1, seed=2024, eps=10.0, threads=1)
+        >>> result["eps"]["kind"], result["eps"]["accounting"], result["eps"]["value"] <= 10.0
+        ('global (eps, delta)-DP', 'rigorous', True)
 
     Args:
         task: ``synthetic``, ``digits`` or ``folder:PATH`` (:mod:`qpriv.classification.data`).

@@ -134,16 +134,17 @@ def run_forecast(
 ) -> dict:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
-    Example (seconds: a tiny model on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``):
+    Examples:
+        Seconds: a tiny model on 64 windows of ETTh1, found through ``QPRIV_DATA_DIR``:
 
-    >>> result = run_forecast(method="ldpt", eps=0.5, seq_len=64, epochs=1,
-    ...                       max_train_windows=64, max_eval_windows=32, progress=False,
-    ...                       rigorous=False, overrides={"d_model": 16, "n_heads": 2,
-    ...                                                  "d_ff": 32, "n_shots": 64})
-    >>> result["eps_per_pass"]["value"], result["eps_per_pass"]["accounting"]
-    (0.5, 'paper')
-    >>> result["mse"] > 0
-    True
+        >>> result = run_forecast(method="ldpt", eps=0.5, seq_len=64, epochs=1,
+        ...                       max_train_windows=64, max_eval_windows=32, progress=False,
+        ...                       rigorous=False, overrides={"d_model": 16, "n_heads": 2,
+        ...                                                  "d_ff": 32, "n_shots": 64})
+        >>> result["eps_per_pass"]["value"], result["eps_per_pass"]["accounting"]
+        (0.5, 'paper')
+        >>> result["mse"] > 0
+        True
 
     Args:
         dataset, csv, columns, data_dir, max_train_windows, max_eval_windows, csv_format: the

@@ -24,6 +24,7 @@ from qpriv.cli.common import (
     emit_json,
     positive_int,
     print_table,
+    print_wrapped,
     seed_int,
 )
 from qpriv.errors import InvalidInputError, require_in_range
@@ -209,11 +210,12 @@ def run(args: argparse.Namespace) -> int:
     for r in report.rows:
         print(f"  {r.unit}: {r.description}; " + " x ".join(f"{n:,} {what}"
                                                             for what, n in r.factors))
-    print("rigorous: composed, accounting=rigorous (dp-accounting PLD of the worst pair found; "
-          "RDP check: exact discrete RDP with dp-accounting's conversion, an independent upper "
-          "bound, usually the looser; both bounds hold, so where it is lower it is the better); "
-          "paper: local eps-QDP per pass and its composition, which count neither the shots nor "
-          "the tokens and windows that hold a record")
+    print_wrapped(
+        "rigorous: composed, accounting=rigorous (dp-accounting PLD of the worst pair found; "
+        "RDP check: exact discrete RDP with dp-accounting's conversion, an independent upper "
+        "bound, usually the looser; both bounds hold, so where it is lower it is the better); "
+        "paper eps: local eps-QDP per pass and its composition, accounting=paper, which count "
+        "neither the shots nor the tokens and windows that hold a record")
     if lower is not None:
         refuted = empirical.paper_refuted(lower, paper["eps_per_pass"]["value"])
         print(f"empirical lower bound, {report.row('token').description}: eps >= "

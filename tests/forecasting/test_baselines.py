@@ -9,9 +9,9 @@ import os
 import pytest
 import torch
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
+from qpriv.forecasting.methods import BACKBONE, METHODS, run_budget, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.rigorous import EQ2_NEIGHBOURHOOD_NOTE
 from qpriv.forecasting.run import run_forecast
@@ -183,8 +183,8 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
             continue
         claimed.append(setup.privacy)
         for secret in (False, True):
-            privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy, eps=0.5,
-                               delta=1e-6, secret=secret)
+            privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy,
+                               target=run_budget(name, eps=0.5), delta=1e-6, secret=secret)
             assert SCALER_NOTE in privacy["privacy_notes"], name
             # and in the claim itself, where a reader of the epsilon finds it, with where the
             # mechanism's randomness came from
@@ -316,3 +316,29 @@ def test_a_linear_method_is_not_set_up_on_the_backbone():
     assert {"public", "ridge", "dp-linear"} <= set(METHODS) - set(BACKBONE_METHODS)
     with pytest.raises(InvalidInputError, match="linear forecaster, not built on the backbone"):
         setup_method("dp-linear", base=TINY, eps=0.5)
+
+
+def test_every_budget_says_what_its_eps_is_spent_on():
+    """One name per meaning of eps: a global (eps, delta)-DP method's budget is its release's,
+    a method that sets noise per pass gets a per-pass eps_s, the rigorous accounting an
+    over-training eps; a method without noise none."""
+    from qpriv.forecasting.methods import DEFAULT_EPS
+    from qpriv.privacy.budget import Spend
+
+    spends = {}
+    for name, entry in METHODS.items():
+        target = run_budget(name)
+        if not entry.needs_eps:
+            assert target is None, name
+            continue
+        assert target.eps == DEFAULT_EPS, name
+        read = (target.eps_per_pass, target.eps_total, target.eps_release)
+        assert sorted(read, key=lambda v: v is None) == [DEFAULT_EPS, None, None], name
+        spends[name] = target.spend
+    assert spends["dp-linear"] is spends["dpsgd"] is spends["dpsgd-linear"] is Spend.RELEASE
+    assert spends["ldpt"] is spends["dp-input"] is spends["bottleneck"] is Spend.PER_PASS
+    rigorous = run_budget("ldpt", eps_total=3.0, accounting="rigorous")
+    assert (rigorous.spend, rigorous.eps_total, rigorous.eps_per_pass) == (
+        Spend.OVER_TRAINING, 3.0, None)
+    with pytest.raises(ArgumentError, match="takes eps_total only"):
+        run_budget("ldpt", eps=0.1, eps_total=3.0, accounting="rigorous")

@@ -24,7 +24,7 @@ from typing import Any
 
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.forecasting.config import ModelConfig
-from qpriv.privacy.budget import GLOBAL_DELTA
+from qpriv.privacy.budget import GLOBAL_DELTA, PrivacyTarget, Spend
 from qpriv.privacy.calibration import Calibration, calibrate, check_eps
 from qpriv.privacy.claims import Kind, Unit
 from qpriv.privacy.gaussian import gaussian_sigma
@@ -164,21 +164,36 @@ RECOMMENDED = "dp-linear"
 at the record or window unit, it beats the public floor, and it fits in seconds; the papers'
 methods stay one ``--method`` away."""
 DEFAULT_EPS = 0.1
-"""The per-pass budget eps_s of a run of a method that calibrates to one when none is given."""
+"""The budget of a run of a method that needs one when none is given: the per-pass eps_s of a
+method that sets its noise per pass, the released model's eps of the global (eps, delta)-DP
+ones (dp-linear, DP-SGD); :func:`run_budget` types it by which."""
 DEFAULT_EPOCHS = 20
 """Training epochs of a backbone method that names none (the LDPT paper's)."""
 ACCOUNTINGS = ("paper", "rigorous")
 
 
 def run_budget(name: str, *, eps: float | None = None, eps_total: float | None = None,
-               accounting: str = "paper") -> float | None:
-    """The one budget a run of method ``name`` is built at, from the two a caller may give.
+               accounting: str = "paper") -> PrivacyTarget | None:
+    """The one budget a run of method ``name`` is built to meet, from the two a caller may
+    give, typed by what it is spent on (None: a method that adds no noise).
 
-    Under ``accounting="paper"`` the budget is ``eps``, the per-pass eps_s of Algorithm 1
-    (:data:`DEFAULT_EPS` when a method that calibrates to one gets none; a method that adds no
-    noise takes none). Under ``"rigorous"`` it is ``eps_total``, the record-level eps over the
-    whole training (:mod:`qpriv.forecasting.rigorous`), which must be given; ``eps`` is then
-    refused, so that neither budget is ever silently read as the other.
+    Under ``accounting="paper"`` the budget is ``eps``: the per-pass eps_s of Algorithm 1 for
+    a method that sets its noise per pass (:data:`DEFAULT_EPS` when it gets none), the
+    released model's (eps, delta) for the global (eps, delta)-DP ones (dp-linear, DP-SGD).
+    Under ``"rigorous"`` it is ``eps_total``,
+    the record-level eps over the whole training (:mod:`qpriv.forecasting.rigorous`), which
+    must be given; ``eps`` is then refused, so that neither budget is ever silently read as the
+    other.
+
+    Examples:
+        >>> run_budget("ldpt")
+        PrivacyTarget(eps=0.1, spend=<Spend.PER_PASS: 'per pass'>, delta=None, unit=None)
+        >>> run_budget("ldpt", eps_total=2.0, accounting="rigorous").eps_total
+        2.0
+        >>> run_budget("dp-linear", eps=1.0).spend.value
+        'release'
+        >>> run_budget("classical") is None
+        True
 
     Raises:
         ArgumentError: ``eps`` and ``eps_total`` mixed up with the accounting, or ``eps`` for
@@ -196,7 +211,7 @@ def run_budget(name: str, *, eps: float | None = None, eps_total: float | None =
         if eps is not None:
             raise ArgumentError("{eps} is the paper's per-pass budget; {accounting} takes "
                                 "{eps_total} only", values={"accounting": "rigorous"})
-        return eps_total
+        return PrivacyTarget(eps=eps_total, spend=Spend.OVER_TRAINING)
     if eps_total is not None:
         raise ArgumentError("{eps_total} is the rigorous budget: pass {accounting} with it, "
                             "or {eps} for the paper's per-pass budget",
@@ -206,7 +221,10 @@ def run_budget(name: str, *, eps: float | None = None, eps_total: float | None =
             raise ArgumentError(f"method {name!r} adds no noise and takes no {{eps}}; leave it "
                                 "out")
         return None
-    return DEFAULT_EPS if eps is None else eps
+    # a global (eps, delta)-DP method spends its budget on what it releases; every other one
+    # (the channel, DP-Input, the bottleneck baselines) sets its noise per pass
+    spend = Spend.RELEASE if entry.privacy == Kind.GLOBAL_DP else Spend.PER_PASS
+    return PrivacyTarget(eps=DEFAULT_EPS if eps is None else eps, spend=spend)
 
 
 def replace_config(config: ModelConfig, **changes: Any) -> ModelConfig:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from qpriv.forecasting.methods import (
     DEFAULT_EPOCHS,
     LINEAR,
     RECOMMENDED,
+    Method,
     MethodSetup,
     run_budget,
     setup_method,
@@ -50,9 +51,9 @@ from qpriv.forecasting.rigorous import (
     rigorous_summary,
     signed_neighbourhood,
 )
-from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, load_forecasting_data
+from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData, load_forecasting_data
 from qpriv.privacy.accounting import rigorous_notes
-from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA
+from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA, PrivacyTarget, Spend
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
     COVERS_FEATURES_OVER_TRAINING,
@@ -210,41 +211,22 @@ def run_forecast(
             from the checkpointed run.
     """
     entry = method_entry(method)
-    if entry.family == LINEAR and (accounting == "rigorous" or eps_total is not None):
-        # before run_budget, whose advice for the LDPT methods would send a linear run in a
-        # circle ({accounting} needs {eps_total}, which needs {accounting}, refused here)
-        given = [name for name, value in (("accounting", accounting == "rigorous" or None),
-                                          ("eps_total", eps_total)) if value is not None]
-        raise ArgumentError(
-            "{accounting} and {eps_total} calibrate the channel of an LDPT method with finite "
-            f"shots; method {method!r} has none: leave "
-            + " and ".join(f"{{{name}}}" for name in given) + " out"
-            + (" and give its budget as {eps} (its guarantee is already the rigorous one, "
-               "at the unit given by {unit})" if entry.needs_eps else ""),
-            values={"accounting": "rigorous"})
-    eps = run_budget(method, eps=eps, eps_total=eps_total, accounting=accounting)
+    target = _checked_target(entry, eps=eps, eps_total=eps_total, accounting=accounting)
     if csv is not None and data_dir is not None:
         raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
                             "file itself: leave {data_dir} out")
     unit = entry.check_unit(unit)
     if entry.family == LINEAR:
-        ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
-                   "eval_passes": None if eval_passes == 1 else eval_passes}
-        given = [name for name, value in ignored.items() if value is not None]
-        if given:
-            raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
-                                + ", ".join(f"{{{name}}}" for name in given) + "; leave "
-                                + ("it" if len(given) == 1 else "them") + " out")
-        if keep_checkpoints:
-            raise ArgumentError(f"method {method!r} writes no checkpoints (a linear forecaster "
-                                "is fitted in one go, its kernel saved with its result); leave "
-                                "{keep_checkpoints} out")
+        _refuse_training_settings(method, epochs=epochs, batch_size=batch_size,
+                                  overrides=overrides, eval_passes=eval_passes,
+                                  keep_checkpoints=keep_checkpoints)
         return run_linear(
             method=method, dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
-            horizon=horizon, seq_len=seq_len, eps=eps, delta=delta, unit=unit,
-            clip_range=clip_range, scaler=scaler, select=select, period=period, seed=seed,
-            max_train_windows=max_train_windows, max_eval_windows=max_eval_windows,
-            out_dir=out_dir, resume=resume, threads=threads, csv_format=csv_format)
+            horizon=horizon, seq_len=seq_len, eps=None if target is None else target.eps_release,
+            delta=delta, unit=unit, clip_range=clip_range, scaler=scaler, select=select,
+            period=period, seed=seed, max_train_windows=max_train_windows,
+            max_eval_windows=max_eval_windows, out_dir=out_dir, resume=resume, threads=threads,
+            csv_format=csv_format)
     for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
         if value is not None:
             raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
@@ -252,15 +234,167 @@ def run_forecast(
     if period is not None:
         raise ArgumentError(f"{{period}} sets the linear forecasters' seasonal period; method "
                             f"{method!r} learns its own: leave {{period}} out")
+    plan = _plan(method, target=target, delta=delta, seq_len=seq_len, horizon=horizon,
+                 overrides=overrides, epochs=epochs, batch_size=batch_size, seed=seed,
+                 eval_passes=eval_passes, progress=progress)
+    check_threads(threads)  # before anything is written
+    if plan.setup.eps_per_pass is not None:
+        advanced_composition(plan.setup.eps_per_pass, epochs=plan.epochs,
+                             delta_prime=delta_prime)
+    out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE))
+
+    with torch_threads(threads) as used_threads:
+        data = load_forecasting_data(
+            dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
+            data_dir=data_dir, max_train_windows=max_train_windows,
+            max_eval_windows=max_eval_windows, csv_format=csv_format,
+        )
+        setup = replace(plan.setup, config=replace(plan.setup.config,
+                                                   n_channels=data.n_channels))
+        plan = replace(plan, setup=setup)
+        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config)
+        # before training: a failure here costs nothing, and the answer is cached
+        rigorous_part = (
+            {"rigorous": rigorous_summary(setup.config, epochs=plan.epochs, delta=plan.delta,
+                                          progress=progress)}
+            if rigorous and setup.config.use_quantum and setup.config.p > 0
+            and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
+        request = _request(plan, data=data, csv_format=csv_format, method=method,
+                           target=target, accounting=accounting, overrides=overrides,
+                           delta_prime=delta_prime, seed=seed, eval_passes=eval_passes,
+                           max_train_windows=max_train_windows,
+                           max_eval_windows=max_eval_windows, user_csv=csv is not None,
+                           seq_len=seq_len, horizon=horizon)
+        # the file of a named dataset may be found elsewhere on resume (another
+        # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
+        # the bytes are the same and only a user CSV's path counts as a setting
+        finished = open_run(out, request, resume=resume, defaults=ADDED_REQUEST_KEYS,
+                            ignore={"source"} if data.dataset in DATASETS else ())
+        if finished is not None:
+            return finished
+        trained = _train(plan, data=data, strategy=strategy, out=out, resume=resume)
+
+    result = {
+        "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
+        "seed": seed,
+        **_outcome(trained, data=data),
+        **_feature_counts(trained.model),
+        **_privacy(setup, epochs=plan.epochs, delta_prime=delta_prime,
+                   strategy=trained.trainer.strategy.report(), target=target,
+                   delta=plan.delta, secret=plan.secret),
+        **rigorous_part,
+        "model": setup.config.as_dict(),
+        "train": plan.recorded_train,
+        "strategy": trained.trainer.strategy.report(),
+        "history": trained.fit.history,
+        "environment": {"torch": torch.__version__, "python": platform.python_version(),
+                        "device": str(trained.trainer.device), "threads": used_threads},
+    }
+    _name_the_source(result, source_sha256=request["source_sha256"])
+    if out is not None:
+        atomic_write_json(out / RESULT_FILE, result)
+        if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more
+            (out / CHECKPOINT_FILE).unlink(missing_ok=True)
+    return result
+
+
+def _request(plan: _Plan, *, data: ForecastData, csv_format: CsvFormat | None, method: str,
+             target: PrivacyTarget | None, accounting: str,
+             overrides: Mapping[str, Any] | None, delta_prime: float, seed: int | None,
+             eval_passes: int, max_train_windows: int | None, max_eval_windows: int | None,
+             user_csv: bool, seq_len: int, horizon: int) -> dict:
+    """What a backbone run was asked, as config.json records it and a resume compares it."""
+    setup = plan.setup
+    return {
+        "dataset": data.dataset, "source": str(data.source or ""),
+        "source_sha256": data.source_sha256 if user_csv else None,
+        "channels": list(data.channels), **format_setting(csv_format),
+        "seq_len": seq_len, "horizon": horizon, "method": method,
+        "eps_per_pass": setup.eps_per_pass, "epochs": plan.epochs, "seed": seed,
+        "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
+        "eval_passes": eval_passes, "overrides": dict(overrides or {}),
+        "accounting": accounting, "delta": plan.delta,
+        "eps": None if target is None else target.eps,
+        "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
+        "delta_prime": delta_prime, "model": setup.config.as_dict(),
+        # neither the bars nor drawing the noise ahead changes what is computed
+        "train": {k: v for k, v in plan.recorded_train.items()
+                  if k not in ("progress", "draw_ahead")},
+    }
+
+
+def _checked_target(entry: Method, *, eps: float | None, eps_total: float | None,
+                    accounting: str) -> PrivacyTarget | None:
+    """The budget of a run of ``entry`` (:func:`run_budget`), with a linear method's misplaced
+    rigorous accounting refused first, in words that lead out."""
+    if entry.family == LINEAR and (accounting == "rigorous" or eps_total is not None):
+        # before run_budget, whose advice for the LDPT methods would send a linear run in a
+        # circle ({accounting} needs {eps_total}, which needs {accounting}, refused here)
+        given = [name for name, value in (("accounting", accounting == "rigorous" or None),
+                                          ("eps_total", eps_total)) if value is not None]
+        raise ArgumentError(
+            "{accounting} and {eps_total} calibrate the channel of an LDPT method with finite "
+            f"shots; method {entry.name!r} has none: leave "
+            + " and ".join(f"{{{name}}}" for name in given) + " out"
+            + (" and give its budget as {eps} (its guarantee is already the rigorous one, "
+               "at the unit given by {unit})" if entry.needs_eps else ""),
+            values={"accounting": "rigorous"})
+    target = run_budget(entry.name, eps=eps, eps_total=eps_total, accounting=accounting)
+    if target is not None and target.spend is Spend.OVER_TRAINING:
+        target = replace(target, eps=require_in_range(
+            "eps_total (rigorous, record level)", target.eps, low=0.0,
+            hint="a privacy budget must be > 0"))
+    return target
+
+
+def _refuse_training_settings(method: str, *, epochs: int | None, batch_size: int | None,
+                              overrides: Mapping[str, Any] | None, eval_passes: int,
+                              keep_checkpoints: bool) -> None:
+    """Refuse the settings of a trained model for a linear method, fitted in closed form."""
+    ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
+               "eval_passes": None if eval_passes == 1 else eval_passes}
+    given = [name for name, value in ignored.items() if value is not None]
+    if given:
+        raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
+                            + ", ".join(f"{{{name}}}" for name in given) + "; leave "
+                            + ("it" if len(given) == 1 else "them") + " out")
+    if keep_checkpoints:
+        raise ArgumentError(f"method {method!r} writes no checkpoints (a linear forecaster "
+                            "is fitted in one go, its kernel saved with its result); leave "
+                            "{keep_checkpoints} out")
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A backbone run's settings once checked: the method built at its budget, the training
+    configuration (and what of it is recorded), the delta it is accounted at."""
+
+    setup: MethodSetup
+    train_config: TrainConfig
+    recorded_train: dict
+    delta: float
+    secret: bool
+
+    @property
+    def epochs(self) -> int:
+        return self.train_config.epochs
+
+
+def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq_len: int,
+          horizon: int, overrides: Mapping[str, Any] | None, epochs: int | None,
+          batch_size: int | None, seed: int | None, eval_passes: int, progress: bool
+          ) -> _Plan:
+    """Build the backbone method at its budget and check its training settings and delta."""
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
-    method_eps = eps
-    if accounting == "rigorous" and eps is not None:
-        eps = require_in_range("eps_total (rigorous, record level)", eps, low=0.0,
-                               hint="a privacy budget must be > 0")
+    if target is None:
+        build_eps = None
+    elif target.spend is Spend.OVER_TRAINING:
         # rigorous_setup replaces the paper chain's p and sigma: only the method's structure
         # is kept, so any budget the chain accepts will do to build it
-        method_eps = min(eps, MAX_EPS)
-    setup = setup_method(method, base=base, eps=method_eps, overrides=overrides)
+        build_eps = min(target.eps, MAX_EPS)
+    else:
+        build_eps = target.eps
+    setup = setup_method(method, base=base, eps=build_eps, overrides=overrides)
     training = {"epochs": DEFAULT_EPOCHS, **setup.training}
     if epochs is not None:
         if training.get("warmup_epochs"):
@@ -272,8 +406,6 @@ def run_forecast(
     # a secret seed drives every stream as a given one would, and is written nowhere
     train_config = TrainConfig(seed=run_seed(seed), eval_passes=eval_passes,
                                progress=progress, **training)
-    recorded_train = train_config.as_dict() | ({"seed": None} if secret else {})
-    epochs = train_config.epochs
     if delta is None:
         delta = FEATURE_PATH_DELTA
     elif not (setup.config.use_quantum and setup.privacy == Kind.LOCAL_QDP):
@@ -287,103 +419,71 @@ def run_forecast(
         )
     delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
                              hint="delta is a probability, typically 1e-5")
-    if accounting == "rigorous":
-        setup = rigorous_setup(setup, eps_total=eps, delta=delta, epochs=epochs)
-    check_threads(threads)  # before anything is written
-    if setup.eps_per_pass is not None:
-        advanced_composition(setup.eps_per_pass, epochs=epochs, delta_prime=delta_prime)
-    out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE))
+    if target is not None and target.spend is Spend.OVER_TRAINING:
+        setup = rigorous_setup(setup, eps_total=target.eps, delta=delta,
+                               epochs=train_config.epochs)
+    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret,
+                 recorded_train=train_config.as_dict() | ({"seed": None} if secret else {}))
 
-    with torch_threads(threads) as used_threads:
-        data = load_forecasting_data(
-            dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
-            data_dir=data_dir, max_train_windows=max_train_windows,
-            max_eval_windows=max_eval_windows, csv_format=csv_format,
-        )
-        setup = replace(setup, config=replace(setup.config, n_channels=data.n_channels))
-        strategy = _strategy(setup, n_train=len(data.train), train_config=train_config)
-        # before training: a failure here costs nothing, and the answer is cached
-        rigorous_part = (
-            {"rigorous": rigorous_summary(setup.config, epochs=epochs, delta=delta,
-                                          progress=progress)}
-            if rigorous and setup.config.use_quantum and setup.config.p > 0
-            and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
-        request = {
-            "dataset": data.dataset, "source": str(data.source or ""),
-            "source_sha256": None if csv is None else data.source_sha256,
-            "channels": list(data.channels), **format_setting(csv_format),
-            "seq_len": seq_len, "horizon": horizon, "method": method,
-            "eps_per_pass": setup.eps_per_pass, "epochs": epochs, "seed": seed,
-            "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
-            "eval_passes": eval_passes, "overrides": dict(overrides or {}),
-            "accounting": accounting, "delta": delta, "eps": eps,
-            "dpsgd": dict(setup.dpsgd) if setup.dpsgd else None,
-            "delta_prime": delta_prime, "model": setup.config.as_dict(),
-            # neither the bars nor drawing the noise ahead changes what is computed
-            "train": {k: v for k, v in recorded_train.items()
-                      if k not in ("progress", "draw_ahead")},
-        }
-        # the file of a named dataset may be found elsewhere on resume (another
-        # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
-        # the bytes are the same and only a user CSV's path counts as a setting
-        finished = open_run(out, request, resume=resume, defaults=ADDED_REQUEST_KEYS,
-                            ignore={"source"} if data.dataset in DATASETS else ())
-        if finished is not None:
-            return finished
 
-        seed_everything(derive_seed(train_config.seed, "model-init"))
-        model = LDPTForecaster(setup.config)
-        trainer = Trainer(model, train=data.train, val=data.val, config=train_config,
-                          checkpoint_dir=out, strategy=strategy)
-        fit = trainer.fit(resume=resume)
-        # a run that diverged before any finite validation loss holds NaN weights: no test
-        # number rather than a NaN one
-        test = (trainer.evaluate(data.test, by_channel=True) if fit.best_epoch
-                else {"mse": None, "mae": None})
-        by_channel = test.pop("by_channel", None)
+@dataclass(frozen=True)
+class _Trained:
+    """What training left: the model at its best weights, the trainer and its fit."""
 
-    result = {
-        "method": method,
-        "dataset": data.dataset,
-        "horizon": horizon,
-        "seq_len": seq_len,
-        "seed": seed,
-        **test,
+    model: LDPTForecaster
+    trainer: Trainer
+    fit: Any
+    test: dict
+    by_channel: Any
+
+
+def _train(plan: _Plan, *, data: ForecastData, strategy: StepStrategy | None,
+           out: Path | None, resume: bool) -> _Trained:
+    """Train the planned model on ``data`` (resuming from ``out``) and test its best weights."""
+    seed_everything(derive_seed(plan.train_config.seed, "model-init"))
+    model = LDPTForecaster(plan.setup.config)
+    trainer = Trainer(model, train=data.train, val=data.val, config=plan.train_config,
+                      checkpoint_dir=out, strategy=strategy)
+    fit = trainer.fit(resume=resume)
+    # a run that diverged before any finite validation loss holds NaN weights: no test
+    # number rather than a NaN one
+    test = (trainer.evaluate(data.test, by_channel=True) if fit.best_epoch
+            else {"mse": None, "mae": None})
+    by_channel = test.pop("by_channel", None)
+    return _Trained(model=model, trainer=trainer, fit=fit, test=test, by_channel=by_channel)
+
+
+def _outcome(trained: _Trained, *, data: ForecastData) -> dict:
+    """The result's numbers of a trained run: test metrics (z-scored and in data units), the
+    fit, the window counts, the parameters and what inference needs."""
+    fit = trained.fit
+    return {
+        **trained.test,
         "metric_units": METRIC_UNITS,
-        "original_units": (None if by_channel is None else original_units(
-            channels=data.channels, scaler=data.scaler, by_channel=by_channel)),
+        "original_units": (None if trained.by_channel is None else original_units(
+            channels=data.channels, scaler=data.scaler, by_channel=trained.by_channel)),
         "val_loss": fit.best_val_loss,
         "best_epoch": fit.best_epoch,
-        "epochs": epochs,
+        "epochs": trained.trainer.config.epochs,
         "diverged_epoch": fit.diverged_epoch,
         "seconds_per_epoch": fit.seconds_per_epoch,
         "windows": {"train": len(data.train), "val": len(data.val), "test": len(data.test),
                     "channels": data.n_channels},
-        "params": {**model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
+        "params": {**trained.model.parameter_counts(), "paper": dict(PAPER_PARAMETERS)},
         "inference": InferenceRecord.from_data(data, keep_scaler=True).to_json(),
-        **_feature_counts(model),
-        **_privacy(setup, epochs=epochs, delta_prime=delta_prime,
-                   strategy=trainer.strategy.report(), eps=eps, delta=delta, secret=secret),
-        **rigorous_part,
-        "model": setup.config.as_dict(),
-        "train": recorded_train,
-        "strategy": trainer.strategy.report(),
-        "history": fit.history,
-        "environment": {"torch": torch.__version__, "python": platform.python_version(),
-                        "device": str(trainer.device), "threads": used_threads},
     }
-    source = list(source_notes(request["source_sha256"]))
-    for key in CLAIM_KEYS:  # a user's CSV: its digest escapes every guarantee; each claim says so
+
+
+def _name_the_source(result: dict, *, source_sha256: str | None) -> None:
+    """A user's CSV: its digest escapes every guarantee, and each claim says so; then the
+    result's list of claims."""
+    source = list(source_notes(source_sha256))
+    for key in CLAIM_KEYS:
         if source and isinstance(result.get(key), dict):
             result[key] = {**result[key], "notes": [*result[key].get("notes", []), *source]}
     if source:
         result["privacy_notes"] = [*result.get("privacy_notes", []), *source]
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
-    if out is not None:
-        atomic_write_json(out / RESULT_FILE, result)
-        if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more
-            (out / CHECKPOINT_FILE).unlink(missing_ok=True)
-    return result
 
 
 def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
@@ -413,7 +513,7 @@ SCALER_NOTE = ("the data loader's z-score scaler (the training split's per-chann
 
 
 def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
-             eps: float | None, delta: float, secret: bool) -> dict:
+             target: PrivacyTarget | None, delta: float, secret: bool) -> dict:
     """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form.
     ``secret``: the run's seed is secret (else recorded: every claim says what that means)."""
     notes = list(setup.notes)
@@ -422,14 +522,15 @@ def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: d
         # the calibration's own forward value can land a hair above the target (its worst
         # pair is a numerical search): the claim states the larger
         achieved = setup.rigorous["achieved"]["eps"]["value"]
+        eps_total = target.eps_total
         claim = PrivacyClaim(
-            value=max(eps, achieved), delta=delta, kind=Kind.COMPOSED,
+            value=max(eps_total, achieved), delta=delta, kind=Kind.COMPOSED,
             accounting=Accounting.RIGOROUS, unit=Unit.RECORD,
             covers=COVERS_FEATURES_OVER_TRAINING,
             notes=(TARGETS_NOTE, SCALER_NOTE,
                    *rigorous_notes("record", d=setup.config.neighbour_d),
                    *neighbourhood_notes(setup.config), drawn),
-            details={"epochs": epochs, "target": eps})
+            details={"epochs": epochs, "target": eps_total})
         return {"privacy": setup.privacy, "eps_per_pass": None, "eps_total": claim.to_json(),
                 "p": setup.noise["p"], "gamma": setup.noise["gamma"],
                 "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,

@@ -1,4 +1,4 @@
-"""The "frontier across horizons" table of docs/commands.md, from the published frontiers and
+"""The "frontier across horizons" table of docs/frontier.md, from the published frontiers and
 the paper.
 
 Reads every published frontier: the linear methods' rows from

@@ -1,4 +1,4 @@
-"""How much of LDPT's loss is the encoding and how much the noise? (docs/commands.md,
+"""How much of LDPT's loss is the encoding and how much the noise? (docs/backbone.md,
 "ldpt-signed".)
 
 Trains the one backbone on the same budget and seed as

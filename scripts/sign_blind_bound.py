@@ -1,4 +1,4 @@
-"""How good can a forecaster be that sees each window only up to sign? (docs/commands.md,
+"""How good can a forecaster be that sees each window only up to sign? (docs/backbone.md,
 "What the sign costs".)
 
 Amplitude encoding gives rho(x) = rho(-x), and LDPT's attention sees nothing else of the input

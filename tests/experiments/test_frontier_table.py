@@ -1,4 +1,4 @@
-"""The "frontier across horizons" table of ``docs/commands.md`` is what
+"""The "frontier across horizons" table of ``docs/frontier.md`` is what
 ``scripts/frontier_table.py`` prints
 from the frontiers published in ``results/`` and the paper's numbers: regenerate it there
 whenever a folder in ``results/`` changes."""
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_readme_holds_the_table_the_script_prints(load_script):
     printed = load_script("frontier_table").table(ROOT / "results")
-    assert printed in (ROOT / "docs" / "commands.md").read_text()
+    assert printed in (ROOT / "docs" / "frontier.md").read_text()
 
 
 def test_every_setting_has_both_units_published_and_its_paper_numbers(load_script):

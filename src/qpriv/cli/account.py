@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  the paper's chain calls this p eps_s = {cal.eps_s_paper:.4g} "
               "(local eps-QDP per pass, accounting=paper)")
         for note in cal.notes:
-            print(f"  note: {note}")
+            print_wrapped(f"note: {note}", first="  ")
         return 0
     eps_s = 0.1 if args.p is None and args.eps is None else args.eps
     report = accounting.account(eps_s=eps_s, p=args.p, progress=not args.json, **common)

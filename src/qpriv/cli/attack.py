@@ -13,6 +13,7 @@ from qpriv.cli.common import (
     existing_path,
     positive_int,
     print_table,
+    print_wrapped,
     seed_int,
 )
 from qpriv.privacy.claims import PrivacyClaim
@@ -52,10 +53,10 @@ def run_mia(args: argparse.Namespace) -> int:
         claim = f"eps {PrivacyClaim.from_json(report['eps']).label()}"
     else:
         claim = "no privacy claim"
-    print(f"Loss-threshold membership inference on {report['run']} ({report['method']}, "
-          f"{claim}, H = {report['horizon']}): "
-          f"{attack['n_members']} training vs {attack['n_nonmembers']} test windows, "
-          f"{attack['folds']}-fold cross-validated (Table 9)")
+    print_wrapped(f"Loss-threshold membership inference on {report['run']} "
+                  f"({report['method']}, {claim}, H = {report['horizon']}): "
+                  f"{attack['n_members']} training vs {attack['n_nonmembers']} test windows, "
+                  f"{attack['folds']}-fold cross-validated (Table 9)")
     rows = [
         ["attack accuracy", attack["accuracy"], f"chance 0.5, std error "
                                                 f"{attack['accuracy_std_error']:.3f}"],
@@ -69,8 +70,8 @@ def run_mia(args: argparse.Namespace) -> int:
               f"at FPR {t['achieved_fpr']:.4g}" + ("" if t["resolved"] else ", below resolution")]
              for t in attack["tpr_at_fpr"]]
     print_table(["metric", "value", "note"], rows)
-    print(f"protocol: {report['protocol']}")
-    print(f"meaning: {report['meaning']}")
+    print_wrapped(f"protocol: {report['protocol']}")
+    print_wrapped(f"meaning: {report['meaning']}")
     for note in report["notes"]:
-        print(f"note: {note}")
+        print_wrapped(f"note: {note}")
     return 0

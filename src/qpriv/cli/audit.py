@@ -99,19 +99,21 @@ def run_channel(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(payload)
     else:
-        print(f"Channel audit at eps_s = {audit.eps_s:g} (p = {audit.p:.4f}, "
-              f"gamma = {audit.gamma:.4f}, D = {audit.dim}, d = {audit.d:g}, "
-              f"{audit.pairs} neighbouring pure pairs through the simulated Lindblad channel)")
-        print(f"  Theorem 1 bound eps_ch        {audit.eps_ch_bound:.6f}  ({audit.kind}, "
-              f"accounting={audit.accounting})")
+        print_wrapped(f"Channel audit at eps_s = {audit.eps_s:g} (p = {audit.p:.4f}, "
+                      f"gamma = {audit.gamma:.4f}, D = {audit.dim}, d = {audit.d:g}, "
+                      f"{audit.pairs} neighbouring pure pairs through the simulated Lindblad "
+                      "channel)")
+        print_wrapped(f"Theorem 1 bound eps_ch        {audit.eps_ch_bound:.6f}  ({audit.kind}, "
+                      f"accounting={audit.accounting})", first="  ", indent="    ")
         print(f"  worst exact D_max found       {audit.dmax_max:.6f}")
         print(f"  worst case, closed form       {audit.dmax_closed_form:.6f}")
         print(f"  slack (bound / worst D_max)   {audit.slack:.2f}x")
         print(f"  {'PASS' if audit.passed else 'FAIL'}: 0 < D_max <= eps_ch")
         for claim in claims:
-            print(f"  claim: eps {claim.label()}, unit {claim.unit}: {claim.covers}")
+            print_wrapped(f"claim: eps {claim.label()}, unit {claim.unit}: {claim.covers}",
+                          first="  ")
             for note in claim.notes:
-                print(f"    note: {note}")
+                print_wrapped(f"note: {note}", first="    ")
     return 0 if audit.passed else 1
 
 
@@ -179,10 +181,10 @@ def run_sidechannel(args: argparse.Namespace) -> int:
           "channel output)")
     print(_sidechannel_table(report))
     for leak in report.leaks:
-        print(f"LEAK {leak.path}: up to {leak.size:.4g} ({leak.relative:.3g} x the forecast "
-              f"RMS) in {len(leak.probes)} probe(s); {leak.explanation}")
+        print_wrapped(f"LEAK {leak.path}: up to {leak.size:.4g} ({leak.relative:.3g} x the "
+                      f"forecast RMS) in {len(leak.probes)} probe(s); {leak.explanation}")
     for note in report.notes:
-        print(f"note: {note}")
+        print_wrapped(f"note: {note}")
     print(f"{'PASS' if report.passed else 'FAIL'}: "
           + ("no path outside the channel moved the forecast" if report.passed
              else f"{len(report.leaks)} path(s) bypass the channel"))

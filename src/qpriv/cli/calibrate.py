@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from qpriv.cli.common import add_command, add_json_flag, emit_json, positive_int, print_table
+from qpriv.cli.common import (
+    add_command,
+    add_json_flag,
+    emit_json,
+    positive_int,
+    print_table,
+    print_wrapped,
+)
 from qpriv.privacy.calibration import FIDELITY_NOTE, calibrate
 from qpriv.privacy.composition import advanced_composition, basic_composition
 
@@ -58,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
             "notes": notes,
         })
         return 0
-    print("Table 7: calibration chain (local eps-QDP per pass, accounting=paper; "
-          f"d = {args.d:g}, D = {args.dim}, d_model = {args.d_model})")
+    print_wrapped("Table 7: calibration chain (local eps-QDP per pass, accounting=paper; "
+                  f"d = {args.d:g}, D = {args.dim}, d_model = {args.d_model})")
     print_table(
         ["eps_s", "eps_ch", "eps_me", "p", "gamma", "sigma", "fidelity", "fidelity (paper)"],
         [[r["eps_s"], r["eps_ch"], r["eps_me"], r["p"], r["gamma"], r["sigma"], r["fidelity"],
@@ -72,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         [[r["eps_s"], r["eps_basic"], r["eps_advanced"]] for r in rows],
     )
     for note in notes:
-        print(f"note: {note}")
-    print("These are the paper's formulas for one use of the channel per token. The features "
-          "release N_s shots of each token's state, which they do not account for "
-          "(`qpriv account` does).")
+        print_wrapped(f"note: {note}")
+    print_wrapped("These are the paper's formulas for one use of the channel per token. The "
+                  "features release N_s shots of each token's state, which they do not account "
+                  "for (`qpriv account` does).", indent="")
     return 0

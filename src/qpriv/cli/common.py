@@ -276,11 +276,12 @@ def after_interrupt(args: argparse.Namespace | None) -> str:
     return ""
 
 
-def print_wrapped(text: str, *, indent: str = "  ") -> None:
-    """Print ``text`` wrapped at :data:`~qpriv.tables.TABLE_WIDTH` columns, its later lines
-    indented by ``indent``."""
-    print(textwrap.fill(text, width=TABLE_WIDTH, subsequent_indent=indent,
-                        break_on_hyphens=False))
+def print_wrapped(text: str, *, first: str = "", indent: str = "  ") -> None:
+    """Print ``text`` wrapped at :data:`~qpriv.tables.TABLE_WIDTH` columns, its first line
+    led by ``first`` and its later lines indented by ``indent`` (more than ``first``, so that a
+    reader sees where one item ends)."""
+    print(textwrap.fill(text, width=TABLE_WIDTH, initial_indent=first,
+                        subsequent_indent=first + indent, break_on_hyphens=False))
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

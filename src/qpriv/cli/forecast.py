@@ -15,6 +15,7 @@ from qpriv.cli.common import (
     out_path,
     positive_int,
     print_table,
+    print_wrapped,
     seed_int,
 )
 from qpriv.errors import ArgumentError
@@ -91,9 +92,9 @@ def _print_report(report: Forecast, *, values: bool) -> None:
     """What was forecast from what, the values (when ``values``), and the claims."""
     new = {True: "new data (its sha256 differs from the training file's)",
            False: "the training file itself", None: "data"}[report.new_data]
-    print(f"{report.method} run {report.run_dir}: the next {len(report.frame)} steps "
-          f"({report.freq}) after {report.window_end}, from the {report.seq_len} rows ending "
-          f"there in {report.source}: {new}")
+    print_wrapped(f"{report.method} run {report.run_dir}: the next {len(report.frame)} steps "
+                  f"({report.freq}) after {report.window_end}, from the {report.seq_len} rows "
+                  f"ending there in {report.source}: {new}")
     if report.noisy:
         print(f"  mean and standard deviation over {report.passes} passes with fresh noise "
               "(the method draws noise at inference, as in training)")
@@ -107,4 +108,5 @@ def _print_report(report: Forecast, *, values: bool) -> None:
         print_table([str(frame.index.name), *map(str, frame.columns)], rows)
     print(f"  privacy: {report.privacy}")
     for claim in report.claims:
-        print(f"  claim {claim.label()}, unit {claim.unit.value}: covers {claim.covers}")
+        print_wrapped(f"claim {claim.label()}, unit {claim.unit.value}: covers {claim.covers}",
+                      first="  ")

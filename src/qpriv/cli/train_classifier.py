@@ -17,6 +17,7 @@ from qpriv.cli.common import (
     emit_json,
     out_path,
     positive_int,
+    print_wrapped,
     seed_of,
     thread_count,
 )
@@ -157,7 +158,7 @@ def _print_result(result: ClassifierResult, *, tuning: dict | None) -> None:
     if result.diagnostics_scope:
         print(f"  diagnostics: {result.diagnostics_scope}")
     for note in result.privacy_notes:
-        print(f"  note: {note}")
+        print_wrapped(f"note: {note}", first="  ")
 
 
 def analytic_bound_line(bound: dict) -> str:

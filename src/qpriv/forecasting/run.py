@@ -51,7 +51,6 @@ from qpriv.forecasting.rigorous import (
     signed_neighbourhood,
 )
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, load_forecasting_data
-from qpriv.privacy.accounting import rigorous_notes
 from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
@@ -65,6 +64,7 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
+from qpriv.privacy.feature_path.accountant import rigorous_notes
 from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json

@@ -34,7 +34,7 @@ Entry points:
     calibrate           Algorithm 1 of the LDPT paper: eps_s -> p, gamma, sigma
                         (qpriv.privacy.calibration.calibrate)
     account             the rigorous (eps, delta) of the LDPT feature path beside the paper's
-                        (qpriv.privacy.accounting.account)
+                        (qpriv.privacy.feature_path.accountant.account)
     METHODS             the forecasting methods by name, each with the privacy it claims
                         (qpriv.forecasting.methods.METHODS)
     PrivacyClaim        one epsilon with its kind, accounting, unit and what it covers; Kind,
@@ -79,7 +79,7 @@ _ORIGINS = {
     "ForecastingRun": ("qpriv.forecasting.inference", "ForecastingRun"),
     "METHODS": ("qpriv.forecasting.methods", "METHODS"),
     "train_forecaster": ("qpriv.forecasting.run", "run_forecast"),
-    "account": ("qpriv.privacy.accounting", "account"),
+    "account": ("qpriv.privacy.feature_path.accountant", "account"),
     "calibrate": ("qpriv.privacy.calibration", "calibrate"),
     "Accounting": ("qpriv.privacy.claims", "Accounting"),
     "Kind": ("qpriv.privacy.claims", "Kind"),
@@ -104,9 +104,9 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
     from qpriv.forecasting.inference import Forecast, ForecastingRun
     from qpriv.forecasting.methods import METHODS
     from qpriv.forecasting.run import run_forecast as train_forecaster
-    from qpriv.privacy.accounting import account
     from qpriv.privacy.calibration import calibrate
     from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+    from qpriv.privacy.feature_path.accountant import account
 
 
 def __getattr__(name: str) -> Any:

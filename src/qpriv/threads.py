@@ -60,3 +60,15 @@ def torch_threads(threads: int | None) -> Iterator[int]:
             yield torch.get_num_threads()
     finally:
         torch.set_num_threads(saved)
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run torch (and BLAS) on one thread inside the block, then restore the caller's setting.
+
+    For work on tensors of a few hundred numbers (the rigorous accountant's worst-pair search,
+    the distinguishing game of :mod:`qpriv.audits.lower_bound`): on a shared CPU, torch's thread
+    hand-offs make such work tens of times slower than one thread.
+    """
+    with torch_threads(1):
+        yield

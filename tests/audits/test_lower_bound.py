@@ -12,8 +12,9 @@ import torch
 
 from qpriv.audits import lower_bound as emp
 from qpriv.errors import InvalidInputError
-from qpriv.privacy import accounting as acc
 from qpriv.privacy.claims import PrivacyClaim
+from qpriv.privacy.feature_path.accountant import rigorous_epsilon
+from qpriv.privacy.feature_path.pairs import NeighbourPair, sic_aligned_pair
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
 
 PAPER_P = 0.9505
@@ -22,7 +23,7 @@ PAPER_P = 0.9505
 @pytest.fixture(scope="module")
 def token_worst():
     """The rigorous token-unit result at the paper's calibration of eps_s = 0.1."""
-    return acc.rigorous_epsilon(p=PAPER_P, unit="token", restarts=1)
+    return rigorous_epsilon(p=PAPER_P, unit="token", restarts=1)
 
 
 def test_clopper_pearson_is_scipys_exact_interval():
@@ -71,9 +72,9 @@ def test_lower_bound_stays_below_the_rigorous_eps_and_above_the_papers(token_wor
 
 
 def test_lower_bound_of_a_near_silent_channel_is_near_zero():
-    pair = acc.sic_aligned_pair(p=0.9999, d=0.1, dim=16)
-    rigorous = acc.rigorous_epsilon(p=0.9999, unit="token", n_shots=64, restarts=1,
-                                    extra_pairs=[pair])
+    pair = sic_aligned_pair(p=0.9999, d=0.1, dim=16)
+    rigorous = rigorous_epsilon(p=0.9999, unit="token", n_shots=64, restarts=1,
+                                extra_pairs=[pair])
     bound = emp.pair_lower_bound(pair, p=0.9999, n_shots=64, trials=4000, seed=1)
     assert bound.eps_lower <= rigorous.eps < 0.01
 
@@ -90,14 +91,14 @@ def test_real_window_pair_through_the_feature_path(token_worst):
     # the same two states played through the sampler directly (not the model's feature
     # function): the game measures the pair, not the path it took
     states = psi.numpy().astype(np.complex128)
-    direct = emp.pair_lower_bound(acc.NeighbourPair(states[0], states[1], "the same windows"),
+    direct = emp.pair_lower_bound(NeighbourPair(states[0], states[1], "the same windows"),
                                   p=PAPER_P, n_shots=1024, trials=10_000)
     assert bound.eps_lower == pytest.approx(direct.eps_lower, abs=0.02)
 
 
 def test_the_game_shows_its_releases_only_when_asked(terminal):
     terminal = terminal()
-    pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
+    pair = sic_aligned_pair(p=0.5, d=0.1, dim=4)
     quiet = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2)
     assert terminal.getvalue() == ""
     shown = emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=3000, seed=2, progress=True)
@@ -113,7 +114,7 @@ def test_the_game_shows_its_releases_only_when_asked(terminal):
 
 
 def test_bad_input():
-    pair = acc.sic_aligned_pair(p=0.5, d=0.1, dim=4)
+    pair = sic_aligned_pair(p=0.5, d=0.1, dim=4)
     with pytest.raises(InvalidInputError, match="too few"):
         emp.pair_lower_bound(pair, p=0.5, n_shots=8, trials=10)
     with pytest.raises(InvalidInputError, match="more than the game holds in memory"):

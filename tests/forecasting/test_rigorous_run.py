@@ -9,8 +9,8 @@ import pytest
 
 from qpriv.forecasting.rigorous import EQ2_NEIGHBOURHOOD_NOTE
 from qpriv.forecasting.run import SCALER_NOTE, run_forecast
-from qpriv.privacy.accounting import WINDOW_SCOPE_NOTE, WORST_PAIR_NOTE
 from qpriv.privacy.claims import PrivacyClaim
+from qpriv.privacy.feature_path.accountant import WINDOW_SCOPE_NOTE, WORST_PAIR_NOTE
 
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),

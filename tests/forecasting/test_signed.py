@@ -19,8 +19,9 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.run import run_forecast
-from qpriv.privacy import accounting as acc
 from qpriv.privacy.claims import PrivacyClaim
+from qpriv.privacy.feature_path.accountant import account
+from qpriv.privacy.feature_path.plan import UNITS, composition_plan
 from qpriv.quantum.features import outcome_probabilities
 from qpriv.quantum.states import amplitude_encode
 
@@ -118,10 +119,10 @@ def test_calibrated_at_the_proved_distance_and_the_register_dimension() -> None:
 
 
 def test_the_accountant_counts_tokens_of_16_values_in_32_amplitudes() -> None:
-    for unit in acc.UNITS:
-        signed = acc.composition_plan(unit, dim=32, token_length=16)
-        assert signed.factors == acc.composition_plan(unit, dim=16).factors
-    assert acc.composition_plan("record", dim=32).count == 1024 * 77 * 32 * 20  # if unsplit
+    for unit in UNITS:
+        signed = composition_plan(unit, dim=32, token_length=16)
+        assert signed.factors == composition_plan(unit, dim=16).factors
+    assert composition_plan("record", dim=32).count == 1024 * 77 * 32 * 20  # if unsplit
 
 
 
@@ -132,8 +133,8 @@ def test_rigorous_claims_are_the_accountant_at_the_proved_distance(private_cache
     d = 4 * 2.0 * 10.0 / (2.0**2 + 10.0**2)  # 0.769, not the paper's 0.1
     assert config.p == pytest.approx(d * 8 / (math.expm1(0.8) + d * 8), rel=1e-12)
     summary = rigorous.rigorous_summary(config, epochs=1, delta=1e-5)
-    report = acc.account(p=config.p, d=d, dim=8, token_length=4, n_shots=16, stride=4,
-                         seq_len=32, epochs=1, units=rigorous.RIGOROUS_UNITS)
+    report = account(p=config.p, d=d, dim=8, token_length=4, n_shots=16, stride=4,
+                     seq_len=32, epochs=1, units=rigorous.RIGOROUS_UNITS)
     for unit in rigorous.RIGOROUS_UNITS:
         claim = PrivacyClaim.from_json(summary[f"eps_{unit}"])
         assert claim.value == pytest.approx(report.row(unit).eps, rel=1e-6)  # p to 12 digits

@@ -15,8 +15,8 @@ from qpriv.forecasting import rigorous
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.run import run_forecast
-from qpriv.privacy import accounting
 from qpriv.privacy.claims import COVERS_FEATURES_PER_PASS, PrivacyClaim
+from qpriv.privacy.feature_path.accountant import ASSUMPTIONS, account, rigorous_notes
 
 SMALL = ["--dim", "4", "--shots", "64", "--seq-len", "16", "--epochs", "2", "--restarts", "1"]
 
@@ -67,7 +67,7 @@ def test_account_inverse(capsys):
     assert payload["eps_target"] == {"value": 1.0, "kind": "composed", "accounting": "rigorous",
                                      "delta": 1e-5, "unit": "token", "composed_over": "token",
                                      "covers": COVERS_FEATURES_PER_PASS,
-                                     "notes": list(accounting.rigorous_notes("token", d=0.1))}
+                                     "notes": list(rigorous_notes("token", d=0.1))}
     assert 0 < payload["p"] < 1
     assert payload["sigma"] == pytest.approx(payload["p"] / 4)
     assert 0.97 <= payload["achieved"]["eps"]["value"] <= 1.0
@@ -176,11 +176,11 @@ def test_default_encoding_is_unchanged(capsys):
     default = _last_json(capsys)
     assert main([*argv, "--encoding", "amplitude", "--d", "0.1"]) == 0
     explicit = _last_json(capsys)
-    report = accounting.account(eps_s=0.1, dim=4, d=0.1, n_shots=64, seq_len=16, epochs=2,
-                                restarts=1)
+    report = account(eps_s=0.1, dim=4, d=0.1, n_shots=64, seq_len=16, epochs=2,
+                     restarts=1)
     assert "encoding" not in default and "token_length" not in default["settings"]
     assert default["settings"] == explicit["settings"] == report.as_dict()["settings"]
-    assert default["assumptions"] == list(accounting.ASSUMPTIONS)
+    assert default["assumptions"] == list(ASSUMPTIONS)
     assert default["p"] == explicit["p"] == report.p
     for ours, again, lib in zip(default["rows"], explicit["rows"], report.rows, strict=True):
         assert ours["eps"] == again["eps"] == lib.as_dict()["eps"]

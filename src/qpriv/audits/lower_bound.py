@@ -11,8 +11,9 @@ positive rates with Clopper-Pearson intervals. Any (eps, delta)-DP mechanism mus
     eps >= ln((TPR_lower - delta) / FPR_upper)
 
 holds with the stated confidence. It must stay at or below the rigorous eps of the same unit
-(:mod:`qpriv.privacy.accounting`, one token state with N_s shots); where it exceeds the paper's
-per-pass eps_s (a pure eps, delta = 0), the paper's claim is refuted by experiment.
+(:mod:`qpriv.privacy.feature_path.accountant`, one token state with N_s shots); where it
+exceeds the paper's per-pass eps_s (a pure eps, delta = 0), the paper's claim is refuted by
+experiment.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import torch
 from tqdm.auto import tqdm
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.privacy.accounting import NeighbourPair, one_torch_thread
 from qpriv.privacy.budget import FEATURE_PATH_DELTA
 from qpriv.privacy.claims import LOWER_BOUND, Accounting, Kind, PrivacyClaim, Unit
+from qpriv.privacy.feature_path.pairs import NeighbourPair
 from qpriv.progress import work_bar
 from qpriv.quantum.features import outcome_probabilities, quantum_features
 from qpriv.quantum.shots import sample_counts
 from qpriv.quantum.states import amplitude_encode, pure_trace_distance_full
+from qpriv.threads import one_torch_thread
 
 DEFAULT_TRIALS = 100_000
 """Releases drawn from each of the two states."""

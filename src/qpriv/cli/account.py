@@ -1,6 +1,6 @@
 """``qpriv account``: the rigorous (eps, delta) of the LDPT feature path beside the paper's
-(:func:`qpriv.privacy.accounting.account`), or the depolarizing p a rigorous target needs
-(:func:`qpriv.privacy.accounting.rigorous_calibration`).
+(:func:`qpriv.privacy.feature_path.accountant.account`), or the depolarizing p a rigorous
+target needs (:func:`qpriv.privacy.feature_path.calibration.rigorous_calibration`).
 
 ``--encoding amplitude`` (the default) accounts eq. 2's encoding at the assumed trace distance
 ``--d``; ``--encoding signed`` accounts ``ldpt-signed``'s channel: tokens of ``--dim`` values in
@@ -34,8 +34,9 @@ from qpriv.forecasting.rigorous import (
     encoding_assumptions,
     signed_neighbourhood,
 )
-from qpriv.privacy import accounting
 from qpriv.privacy.calibration import DEFAULT_D
+from qpriv.privacy.feature_path.accountant import account
+from qpriv.privacy.feature_path.calibration import rigorous_calibration
 from qpriv.privacy.trace_distance import signed_reference_for_distance
 
 D_TOLERANCE = 1e-9
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         "token_length": signed.dim,
         "neighbourhood": signed_neighbourhood(signed, normalisation_known=False)}
     if args.target_eps is not None:
-        cal = accounting.rigorous_calibration(eps_total=args.target_eps,
+        cal = rigorous_calibration(eps_total=args.target_eps,
                                               unit=args.unit or "record",
                                               d_model=args.d_model, **common)
         if args.json:
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             print_wrapped(f"note: {note}", first="  ")
         return 0
     eps_s = 0.1 if args.p is None and args.eps is None else args.eps
-    report = accounting.account(eps_s=eps_s, p=args.p, progress=not args.json, **common)
+    report = account(eps_s=eps_s, p=args.p, progress=not args.json, **common)
     if signed is not None:
         report = dataclasses.replace(report, assumptions=encoding_assumptions(
             signed, report.assumptions, normalisation_known=False))

@@ -3,11 +3,13 @@
 Two services for :func:`qpriv.forecasting.run.run_forecast`:
 
 - :func:`rigorous_summary`: beside a run's ``paper`` numbers, the rigorous (eps, delta) of one
-  token state, one window and one record (:func:`qpriv.privacy.accounting.account`) at the
-  run's p, shots, token layout and epochs. The worst-pair search takes about a minute, so the
-  answer is cached on disk by its settings (:func:`accounting_cache_dir`) and in memory.
+  token state, one window and one record
+  (:func:`qpriv.privacy.feature_path.accountant.account`) at the run's p, shots, token layout
+  and epochs. The worst-pair search takes about a minute, so the answer is cached on disk by
+  its settings (:func:`accounting_cache_dir`) and in memory.
 - :func:`rigorous_setup`: ``--accounting rigorous``: the p (and gamma, sigma) that a target
-  record-level (eps, delta) needs (:func:`qpriv.privacy.accounting.rigorous_calibration`), and
+  record-level (eps, delta) needs
+  (:func:`qpriv.privacy.feature_path.calibration.rigorous_calibration`), and
   ``normalisation="fixed"`` so that no per-window statistic bypasses the channel (the
   side-channel fix of :mod:`qpriv.audits.sidechannel`).
 """
@@ -26,9 +28,10 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
-from qpriv.privacy.accounting import account, rigorous_calibration, rigorous_notes
 from qpriv.privacy.calibration import DEFAULT_D
 from qpriv.privacy.claims import COVERS_FEATURES_WINDOW_PASS, Kind
+from qpriv.privacy.feature_path.accountant import account, rigorous_notes
+from qpriv.privacy.feature_path.calibration import rigorous_calibration
 from qpriv.progress import say
 from qpriv.runs.cache import cached_json
 
@@ -61,11 +64,12 @@ def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:
 
 def accounted_register(config: ModelConfig) -> dict[str, Any]:
     """What the accountant reads of ``config``'s encoding, as keyword arguments of
-    :func:`~qpriv.privacy.accounting.account` and
-    :func:`~qpriv.privacy.accounting.rigorous_calibration`: the register's dimension ``dim``,
-    the neighbouring trace distance ``d`` (:attr:`ModelConfig.neighbour_d`: the paper's
-    assumed 0.1 for eq. 2, the proved ``4 c r / (c^2 + r^2)`` for the signed encoding) and the
-    values per token ``token_length`` (None where a token fills the register, as in eq. 2)."""
+    :func:`~qpriv.privacy.feature_path.accountant.account` and
+    :func:`~qpriv.privacy.feature_path.calibration.rigorous_calibration`: the register's
+    dimension ``dim``, the neighbouring trace distance ``d`` (:attr:`ModelConfig.neighbour_d`:
+    the paper's assumed 0.1 for eq. 2, the proved ``4 c r / (c^2 + r^2)`` for the signed
+    encoding) and the values per token ``token_length`` (None where a token fills the register,
+    as in eq. 2)."""
     signed = config.encoding == "signed"
     return {"dim": config.hilbert_dim, "d": config.neighbour_d,
             "token_length": config.dim if signed else None}
@@ -100,9 +104,10 @@ def signed_neighbourhood(config: ModelConfig, *, normalisation_known: bool = Tru
 
 def encoding_assumptions(config: ModelConfig, assumptions: Sequence[str], *,
                          normalisation_known: bool = True) -> tuple[str, ...]:
-    """The accountant's ``assumptions`` (:data:`qpriv.privacy.accounting.ASSUMPTIONS`) for
-    ``config``'s encoding: as given for eq. 2; for the signed encoding the first, eq. 2's
-    assumed d, becomes its proved neighbourhood (:func:`signed_neighbourhood`)."""
+    """The accountant's ``assumptions``
+    (:data:`qpriv.privacy.feature_path.accountant.ASSUMPTIONS`) for ``config``'s encoding: as
+    given for eq. 2; for the signed encoding the first, eq. 2's assumed d, becomes its proved
+    neighbourhood (:func:`signed_neighbourhood`)."""
     if config.encoding != "signed":
         return tuple(assumptions)
     neighbourhood = signed_neighbourhood(config, normalisation_known=normalisation_known)

@@ -52,7 +52,6 @@ from qpriv.forecasting.rigorous import (
     signed_neighbourhood,
 )
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData, load_forecasting_data
-from qpriv.privacy.accounting import rigorous_notes
 from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA, PrivacyTarget, Spend
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import (
@@ -66,6 +65,7 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.composition import advanced_composition, basic_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
+from qpriv.privacy.feature_path.accountant import rigorous_notes
 from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json

@@ -2,7 +2,7 @@
 
 Every function here reproduces a formula of the paper exactly, including the ones that are
 wrong; those say so, and why, in their docstring. What is provably true of the released features
-is computed in :mod:`qpriv.privacy.accounting` (``rigorous`` accounting), never here.
+is computed in :mod:`qpriv.privacy.feature_path` (``rigorous`` accounting), never here.
 
 Conventions: ``d`` is the full trace norm ``||rho - rho'||_1`` in (0, 2]; ``dim`` is the Hilbert
 space dimension ``D = 2**n``; epsilons are natural-log units.

@@ -13,16 +13,10 @@ import numpy as np
 import pytest
 
 from qpriv.audits.channel import worst_case_dmax
-from qpriv.audits.paper import (
-    NOT_APPLICABLE,
-    audit_budget,
-    audit_calibration_chain,
-    audit_composition,
-    audit_mse_tracks_eps,
-    mse_steps,
-    run_audits,
-    sibling_runs,
-)
+from qpriv.audits.paper import run_audits
+from qpriv.audits.paper_claim import audit_budget, audit_calibration_chain, audit_composition
+from qpriv.audits.paper_result import NOT_APPLICABLE
+from qpriv.audits.paper_trends import audit_mse_tracks_eps, mse_steps, sibling_runs
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.run import run_forecast

@@ -7,15 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from qpriv.audits.sidechannel import (
-    CLASSICAL_PATH,
-    OTHER,
-    REVIN,
-    Probe,
-    default_probes,
-    sidechannel_audit,
-    synthetic_windows,
-)
+from qpriv.audits.sidechannel import default_probes, sidechannel_audit
+from qpriv.audits.sidechannel_report import CLASSICAL_PATH, OTHER, REVIN, Probe
+from qpriv.audits.sidechannel_subjects import synthetic_windows
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method

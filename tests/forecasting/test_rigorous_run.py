@@ -72,7 +72,7 @@ def test_rigorous_run_is_calibrated_to_its_record_budget(tmp_path):
     assert 0 < result["p"] < 1
     assert result["sigma"] == pytest.approx(result["p"] / 8**0.5)
     # audit 2 checks the trace distances against the neighbourhood this run was accounted in
-    from qpriv.audits.paper import audit_trace_distance
+    from qpriv.audits.paper_claim import audit_trace_distance
     from qpriv.forecasting.artifacts import load_run
 
     run = load_run(tmp_path / "run")

@@ -44,6 +44,10 @@ series enters as the data loader z-scored it with the training split's per-chann
 and gate g = 1. The audit checks the fix by running the same probes on that configuration with
 the same weights. What the fix still releases outside the channel is the training split's
 statistics, once: the report says so and labels it.
+
+This module holds the probes, the audit and the fix with its accounting; what it reports is in
+:mod:`qpriv.audits.sidechannel_report`, the audit of a finished run or of a method (``qpriv audit
+sidechannel``) in :mod:`qpriv.audits.sidechannel_subjects`.
 """
 
 from __future__ import annotations
@@ -51,31 +55,26 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 
-from qpriv.errors import (
-    ArgumentError,
-    InvalidInputError,
-    QprivError,
-    require_in_range,
-    require_positive_int,
+from qpriv.audits.sidechannel_report import (
+    CLASSICAL_PATH,
+    OTHER,
+    REVIN,
+    AuditConsistencyError,
+    Leak,
+    Probe,
+    ProbeResult,
+    SideChannelReport,
 )
-from qpriv.forecasting.artifacts import LinearRun, load_backbone_run, load_run
+from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import DEFAULT_EPS, LINEAR, setup_method
-from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import LDPTForecaster
-from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.quantum.states import amplitude_encode_with_mask
-
-REVIN = "RevIN statistics"
-CLASSICAL_PATH = "classical path"
-OTHER = "other (unidentified path)"
 
 ACCOUNTINGS = ("paper", "rigorous")
 DEFAULT_SCALES = (0.5, 2.0, 10.0)
@@ -83,113 +82,6 @@ STATE_TOLERANCE = 1e-9
 OUTPUT_TOLERANCE = 1e-9
 FIX = {"normalisation": "fixed", "gate": 1.0}
 """The configuration changes that close the side channels of an LDPT model."""
-MAX_WINDOWS = 4096
-"""The most windows the audit probes: it asks which paths exist, which a few windows show."""
-
-
-class AuditConsistencyError(QprivError):
-    """The model's forward pass encodes tokens that ``encoded_tokens`` does not reproduce."""
-
-
-@dataclass(frozen=True)
-class Probe:
-    """A change of the raw input window, ``transform: (B, L, C) float64 -> (B, L, C)``."""
-
-    name: str
-    description: str
-    transform: Callable[[Tensor], Tensor]
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """One probe's outcome.
-
-    ``state_change`` is the largest entry of ``|rho' - rho|`` over every token (None: the model
-    encodes no state). For a valid probe, ``output_change`` is the largest absolute change of the
-    forecast over windows, horizon and channels, ``relative_change`` that divided by the RMS of
-    the original forecast, and ``paths`` the largest absolute change attributed to each path.
-    """
-
-    name: str
-    description: str
-    valid: bool
-    state_change: float | None
-    output_change: float | None = None
-    relative_change: float | None = None
-    paths: dict[str, float] = field(default_factory=dict)
-    leaked: bool = False
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class Leak:
-    """A path that carries the window to the forecast outside the channel, with its size: the
-    largest absolute (and relative) forecast change it caused over the probes that revealed it."""
-
-    path: str
-    size: float
-    relative: float
-    probes: tuple[str, ...]
-    explanation: str
-
-
-@dataclass(frozen=True)
-class SideChannelReport:
-    """The result of :func:`sidechannel_audit`.
-
-    ``passed``: at least one valid probe and no leak above ``tolerance`` (relative to
-    ``forecast_rms``, the RMS of the forecast of the original windows). ``fix`` (rigorous
-    accounting, when a leak was found and the LDPT model class has a fix): the configuration
-    changes, the audit of the fixed configuration and what it costs. ``accounting`` holds the
-    labelled privacy numbers of what leaves outside the channel.
-    """
-
-    passed: bool
-    probes: tuple[ProbeResult, ...]
-    leaks: tuple[Leak, ...]
-    forecast_rms: float
-    model: dict
-    subject: str
-    windows: int
-    windows_source: str
-    seed: int
-    tolerance: float
-    state_tolerance: float
-    accounting_mode: str
-    accounting: dict
-    fix: dict | None
-    notes: tuple[str, ...]
-
-    def as_dict(self) -> dict:
-        """A JSON-ready dict (the fix's audit nested as a dict)."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class NotApplicable:
-    """What :func:`audit_sidechannel` returns for a model the audit cannot meaningfully check:
-    ``subject`` what was asked about, ``reason`` why there is nothing to probe."""
-
-    subject: str
-    reason: str
-    applicable: bool = False
-
-    def as_dict(self) -> dict:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-def linear_not_applicable(method: str, subject: str) -> NotApplicable:
-    """The side-channel audit of a linear forecaster: not applicable. It has no per-window
-    normalisation and no quantum channel; its forecast is the kernel applied to the window."""
-    entry = method_entry(method)
-    covered = ("its (eps, delta) guarantee covers that kernel, and so every forecast"
-               if entry.needs_eps else f"{method} claims no guarantee ({entry.privacy}), so "
-               "there is nothing for a side channel to bypass")
-    return NotApplicable(subject=subject, reason=(
-        "no per-window normalisation and no quantum channel: a linear forecaster's forecast is "
-        f"its released kernel applied to the window, with no other path from it; {covered} "
-        "(what the weights leak: qpriv attack mia RUN_DIR)"))
 
 
 # --- probes -----------------------------------------------------------------------------------
@@ -616,170 +508,3 @@ def _offer_fix(model: LDPTForecaster, windows: Tensor, *, seed: int, tolerance: 
             subject=f"the audited model with {changes}", check_fix=False,
         )
     return fix
-
-
-# --- models and windows for the command line ------------------------------------------------
-
-
-def synthetic_windows(*, count: int, seq_len: int, n_channels: int, seed: int) -> Tensor:
-    """``count`` windows ``(count, seq_len, n_channels)`` of a seeded synthetic series: a daily
-    (24-step) cycle with random amplitude and phase, a random walk and white noise per channel,
-    z-scored per channel over the whole series (as the data loader does with real data)."""
-    count = require_positive_int("count (windows)", count)
-    seq_len = require_positive_int("seq_len", seq_len)
-    n_channels = require_positive_int("n_channels", n_channels)
-    g = torch.Generator().manual_seed(int(seed))
-    length = seq_len + count - 1
-    t = torch.arange(length, dtype=torch.float64).unsqueeze(1)
-    amplitude = 0.5 + torch.rand(n_channels, generator=g, dtype=torch.float64)
-    phase = 2 * math.pi * torch.rand(n_channels, generator=g, dtype=torch.float64)
-    series = amplitude * torch.sin(2 * math.pi * t / 24 + phase)
-    series = series + 0.1 * torch.randn(length, n_channels, generator=g,
-                                        dtype=torch.float64).cumsum(0)
-    series = series + 0.2 * torch.randn(length, n_channels, generator=g, dtype=torch.float64)
-    series = (series - series.mean(0)) / series.std(0, unbiased=False)
-    starts = torch.arange(count).unsqueeze(1) + torch.arange(seq_len)
-    return series[starts].to(torch.float32)
-
-
-def audit_windows(
-    *, count: int, seq_len: int, horizon: int, n_channels: int, seed: int,
-    dataset: str = "ETTh1", data_dir: str | Path | None = None,
-) -> tuple[Tensor, str]:
-    """``count`` evenly spaced training windows of ``dataset`` if it is on this machine (the
-    path given, ``$QPRIV_DATA_DIR`` or the user cache; nothing is downloaded), else
-    :func:`synthetic_windows`; with a description of which. A ``data_dir`` given that does not
-    hold the dataset is refused, not replaced.
-
-    Raises:
-        InvalidInputError: ``count`` < 1, or ``data_dir`` given and the dataset not found
-            there (or damaged).
-    """
-
-    count = require_positive_int("count (windows)", count)
-    try:
-        data = load_forecasting_data(dataset, seq_len=seq_len, horizon=horizon,
-                                     data_dir=data_dir, allow_download=False,
-                                     max_train_windows=count)
-    except InvalidInputError as exc:
-        if data_dir is not None:  # data asked for by name is never swapped for synthetic
-            raise
-        reason = str(exc).split(". Looked at")[0]
-        windows = synthetic_windows(count=count, seq_len=seq_len, n_channels=n_channels,
-                                    seed=seed)
-        return windows, f"{count} synthetic windows ({reason})"
-    idx = torch.arange(len(data.train))
-    return data.train.windows(idx)[0], (
-        f"{len(idx)} evenly spaced {data.dataset} training windows from {data.source}")
-
-
-def method_model(
-    method: str, *, eps: float | None, overrides: dict | None = None, seq_len: int = 336,
-    horizon: int = 24, n_channels: int = 7, seed: int = 0,
-) -> LDPTForecaster:
-    """An untrained model of a registered method (the audit is structural: it asks which paths
-    exist, not what the weights learned), initialised from ``seed`` without touching the global
-    random state."""
-
-    base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=n_channels)
-    setup = setup_method(method, base=base, eps=eps, overrides=overrides)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
-        return LDPTForecaster(setup.config)
-
-
-def audit_sidechannel(
-    *,
-    run_dir: str | Path | None = None,
-    method: str | None = None,
-    eps: float | None = None,
-    gate: float | None = None,
-    normalisation: str | None = None,
-    windows: int = 16,
-    seed: int = 0,
-    data_dir: str | Path | None = None,
-    accounting: str = "rigorous",
-) -> SideChannelReport | NotApplicable:
-    """The front door of ``qpriv audit sidechannel``: audit a finished run or a method (a
-    linear forecaster's, run or method, is :class:`NotApplicable`).
-
-    With ``run_dir``: the trained model of that run
-    (:func:`qpriv.forecasting.artifacts.load_backbone_run`) on ``windows`` evenly spaced windows
-    of its training split (synthetic windows, said so in the report, if its data cannot be
-    found and no ``data_dir`` was given). With ``method``: an untrained model of the method at
-    the paper's sizes (L = 336, H = 24) with ``gate`` and ``normalisation`` overriding the
-    method's, on ETTh1 training windows if ETTh1 is on this machine (or ``data_dir``, which
-    must hold it), synthetic ones otherwise.
-
-    Raises:
-        InvalidInputError: neither or both of ``run_dir`` and ``method``; ``windows`` outside
-            [1, :data:`MAX_WINDOWS`]; ``eps``, ``gate`` or ``normalisation`` with ``run_dir``;
-            ``eps`` for a method without noise; a ``data_dir`` without the data; anything
-            :func:`sidechannel_audit`, :func:`~qpriv.forecasting.artifacts.load_backbone_run`
-            or the method setup rejects.
-    """
-    count = require_positive_int("windows", windows)
-    if count > MAX_WINDOWS:
-        raise ArgumentError(f"{{windows}} = {count} is above {MAX_WINDOWS}: the audit asks "
-                            "which paths exist, and a few windows show them; probe at most "
-                            f"{MAX_WINDOWS}")
-    if (run_dir is None) == (method is None):
-        raise InvalidInputError(
-            "audit either a finished run (RUN_DIR) or a method (--method M), not "
-            + ("both" if run_dir is not None else "neither")
-        )
-    if run_dir is not None:
-        given = [name for name, value in (("eps", eps), ("gate", gate),
-                                          ("normalisation", normalisation)) if value is not None]
-        if given:
-            raise InvalidInputError(
-                f"{', '.join(given)}: only with --method (an untrained model of a method); a "
-                "run is audited as it was trained"
-            )
-        return _audit_run(run_dir, count=count, seed=seed, data_dir=data_dir,
-                          accounting=accounting)
-    if method_entry(method).family == LINEAR:
-        return linear_not_applicable(method, f"method {method}")
-    if eps is not None and not method_entry(method).needs_eps:
-        raise ArgumentError(f"method {method!r} adds no noise and takes no {{eps}}; leave it "
-                            "out")
-    if eps is None and method_entry(method).needs_eps:
-        eps = DEFAULT_EPS
-    overrides = {name: value for name, value in (("gate", gate), ("normalisation", normalisation))
-                 if value is not None}
-    base = ModelConfig()
-    x, source = audit_windows(count=count, seq_len=base.seq_len, horizon=base.horizon,
-                              n_channels=base.n_channels, seed=seed, data_dir=data_dir)
-    model = method_model(method, eps=eps, overrides=overrides, n_channels=int(x.shape[2]),
-                         seed=seed)
-    cfg = model.config
-    budget = f"eps {eps:g}, " if eps is not None and cfg.p > 0 else ""
-    subject = (f"untrained {method} model ({budget}gate {cfg.gate:g}, normalisation "
-               f"{cfg.normalisation}; weights from seed {seed}): the audit is structural")
-    return sidechannel_audit(model, x, seed=seed, accounting=accounting, windows_source=source,
-                             subject=subject)
-
-
-def _audit_run(run_dir: str | Path, *, count: int, seed: int, data_dir: str | Path | None,
-               accounting: str) -> SideChannelReport | NotApplicable:
-    found = load_run(run_dir, data_dir=data_dir)
-    if isinstance(found, LinearRun):
-        return linear_not_applicable(found.result.method,
-                                     f"{found.result.method} run {found.run_dir}")
-    run = load_backbone_run(run_dir, data_dir=data_dir)
-    cfg = run.config
-    try:
-        train = run.data(limit_eval=False).train
-    except InvalidInputError as exc:
-        if data_dir is not None:  # data asked for by name is never swapped for synthetic
-            raise
-        x = synthetic_windows(count=count, seq_len=cfg.seq_len, n_channels=cfg.n_channels,
-                              seed=seed)
-        source = f"{count} synthetic windows (the run's data: {exc})"
-    else:
-        idx = torch.linspace(0, len(train) - 1, min(count, len(train))).round().long().unique()
-        x = train.windows(idx)[0]
-        source = f"{len(idx)} evenly spaced training windows of the run ({train!r})"
-    subject = f"trained {run.method} model of run {run.run_dir} (best epoch {run.best_epoch})"
-    return sidechannel_audit(run.model, x, seed=seed, accounting=accounting,
-                             windows_source=source, subject=subject)

@@ -21,7 +21,7 @@ from qpriv.cli.common import (
 from qpriv.tables import format_table
 
 if TYPE_CHECKING:
-    from qpriv.audits.sidechannel import SideChannelReport
+    from qpriv.audits.sidechannel_report import SideChannelReport
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -157,7 +157,8 @@ def _sidechannel_table(report: SideChannelReport) -> str:
 def run_sidechannel(args: argparse.Namespace) -> int:
     """Print the side-channel audit; exit code 1 if a path bypasses the channel."""
     # imported when the command runs, not with its parser (benchmarks/startup.py)
-    from qpriv.audits.sidechannel import NotApplicable, audit_sidechannel
+    from qpriv.audits.sidechannel_report import NotApplicable
+    from qpriv.audits.sidechannel_subjects import audit_sidechannel
 
     report = audit_sidechannel(
         run_dir=args.run_dir, method=args.method, eps=args.eps, gate=args.gate,

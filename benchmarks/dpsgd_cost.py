@@ -22,6 +22,7 @@ from qpriv.allocator import reusing_freed_memory
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.recipe import mse
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.trainer import StepStrategy
@@ -55,7 +56,7 @@ def main() -> None:
     private.prepare(model, optimizer, n_train=len(x) * 100, batch_size=args.batch_size)
 
     def step(strategy: StepStrategy) -> None:
-        strategy.step(model, x, y, optimizer=optimizer, scaler=scaler, amp=False)
+        strategy.step(model, x, y, optimizer=optimizer, scaler=scaler, amp=False, loss=mse)
 
     with reusing_freed_memory():  # as the trainer runs every step (qpriv.allocator)
         trials = [best_seconds_interleaved([lambda: step(plain), lambda: step(private)],

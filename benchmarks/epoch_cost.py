@@ -53,8 +53,9 @@ from torch.utils.flop_counter import (
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
-from qpriv.training import TrainConfig, Trainer
+from qpriv.training import Trainer
 
 PAPER_TRAIN_WINDOWS = 8281
 METHODS = ("classical", "ldpt")
@@ -87,9 +88,10 @@ def build(method: str, *, data: ForecastData, base: ModelConfig, eps: float, bat
     model = LDPTForecaster(setup_method(method, base=base, eps=eps).config)
     x, y = data.train.windows(torch.arange(min(batch_size, len(data.train))))
     flops = step_flops(model, x, y)
-    config = TrainConfig(epochs=1, batch_size=batch_size, progress=False, device="cpu",
-                         draw_ahead=draw_ahead)
-    return Trainer(model, train=data.train, val=data.val, config=config), flops
+    config = ForecasterTrainConfig(epochs=1, batch_size=batch_size, progress=False,
+                                   device="cpu", draw_ahead=draw_ahead)
+    return Trainer(model, train=data.train, val=data.val, config=config,
+                   recipe=ForecasterRecipe()), flops
 
 
 def epoch(trainer: Trainer) -> tuple[float, float]:

@@ -35,9 +35,10 @@ from _timing import machine_facts, print_record, run_benchmark
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.training import StepStrategy, TrainConfig, Trainer
+from qpriv.training import StepStrategy, Trainer
 from qpriv.training.dpsgd import DPSGDStrategy
 
 METHODS = {"ldpt": 0.1, "dpsgd": 1.0}
@@ -88,7 +89,8 @@ def child(args: argparse.Namespace) -> None:
                          eps=METHODS[args.child])
     torch.manual_seed(0)
     model = LDPTForecaster(setup.config)
-    config = TrainConfig(epochs=1, batch_size=args.batch_size, progress=False, device="cpu")
+    config = ForecasterTrainConfig(epochs=1, batch_size=args.batch_size, progress=False,
+                                   device="cpu")
     inner = StepStrategy()
     if setup.dpsgd is not None:
         spec = setup.dpsgd
@@ -102,7 +104,7 @@ def child(args: argparse.Namespace) -> None:
     strategy = FirstBatches(inner, args.batches)
     before = peak_rss_bytes()
     history = Trainer(model, train=data.train, val=data.val, config=config,
-                      strategy=strategy).fit().history
+                      recipe=ForecasterRecipe(), strategy=strategy).fit().history
     print(json.dumps({"method": args.child, "train_windows": len(data.train),
                       "val_windows": len(data.val), "batches": len(strategy.peaks),
                       "before_training_bytes": before, "step_peaks_bytes": strategy.peaks,

@@ -13,6 +13,7 @@ from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import BACKBONE, METHODS, run_budget, setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.recipe import mse
 from qpriv.forecasting.rigorous import EQ2_NEIGHBOURHOOD_NOTE
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE
@@ -25,7 +26,6 @@ from qpriv.training.dpsgd import (
     per_sample_gradient_dict,
     per_sample_gradients,
     per_sample_gradients_loop,
-    window_mse,
 )
 from qpriv.training.trainer import DIVERGENCE_NOTE
 
@@ -50,13 +50,13 @@ def classical_model(seed: int = 0) -> LDPTForecaster:
 def test_per_window_gradients_equal_a_loop_over_windows():
     model = classical_model()
     x, y = torch.randn(5, 32, 3), torch.randn(5, 4, 3)
-    fast, losses = per_sample_gradients(model, x, y, loss_fn=window_mse)
-    slow = per_sample_gradients_loop(model, x, y, loss_fn=window_mse)
+    fast, losses = per_sample_gradients(model, x, y, loss_fn=mse)
+    slow = per_sample_gradients_loop(model, x, y, loss_fn=mse)
     n_params = sum(p.numel() for p in model.parameters())
     assert fast.shape == (5, n_params)  # one row per window, not per (window, channel)
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
     torch.testing.assert_close(losses, torch.stack(
-        [window_mse(model(x[i:i + 1]), y[i:i + 1]) for i in range(5)]).detach())
+        [mse(model(x[i:i + 1]), y[i:i + 1]) for i in range(5)]).detach())
 
 
 def test_one_window_moves_the_clipped_sum_by_at_most_the_clip_norm():
@@ -66,7 +66,7 @@ def test_one_window_moves_the_clipped_sum_by_at_most_the_clip_norm():
     model = classical_model()
     torch.manual_seed(1)
     x, y = 50 * torch.randn(8, 32, 3), 50 * torch.randn(8, 4, 3)  # large: every row is clipped
-    grads, _ = per_sample_gradient_dict(model, x, y, loss_fn=window_mse)
+    grads, _ = per_sample_gradient_dict(model, x, y, loss_fn=mse)
     gen = torch.Generator().manual_seed(0)
     kwargs = {"shapes": {k: v.shape[1:] for k, v in grads.items()}, "clip": 1.0,
               "noise_multiplier": 0.0, "denominator": 1.0, "generator": gen}
@@ -121,8 +121,10 @@ def test_dpsgd_strategy_steps_with_poisson_batches_and_reports_its_spend():
     before = [p.detach().clone() for p in model.parameters()]
     x, y = torch.randn(40, 32, 3), torch.randn(40, 4, 3)
     for index in batches:
-        strategy.step(model, x[index], y[index], optimizer=optimizer, scaler=None, amp=False)
-    strategy.step(model, x[:0], y[:0], optimizer=optimizer, scaler=None, amp=False)  # empty
+        strategy.step(model, x[index], y[index], optimizer=optimizer, scaler=None, amp=False,
+                      loss=mse)
+    strategy.step(model, x[:0], y[:0], optimizer=optimizer, scaler=None, amp=False,
+                  loss=mse)  # empty
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     report = strategy.report()
     assert report["steps"] == 5
@@ -288,11 +290,11 @@ def test_dpsgd_strategy_step_is_the_hand_computation():
     strategy.prepare(model, optimizer, n_train=40, batch_size=10)
     torch.manual_seed(2)
     x, y = torch.randn(7, 32, 3), torch.randn(7, 4, 3)  # 7 drawn, 10 expected
-    grads = per_sample_gradients_loop(model, x, y, loss_fn=window_mse)
+    grads = per_sample_gradients_loop(model, x, y, loss_fn=mse)
     scale = (0.5 / grads.norm(dim=1)).clamp(max=1.0)
     assert float(scale.max()) < 1.0  # every window is clipped: the clip is exercised
     before = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
-    strategy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False)
+    strategy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False, loss=mse)
     after = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     expected = before - 0.1 * (scale[:, None] * grads).sum(dim=0) / (0.25 * 40)
     torch.testing.assert_close(after, expected, rtol=1e-4, atol=1e-7)
@@ -301,7 +303,7 @@ def test_dpsgd_strategy_step_is_the_hand_computation():
                           steps_per_epoch=4, delta=1e-5, seed=3)
     noisy.prepare(model, optimizer, n_train=40, batch_size=10)
     for _ in range(3):
-        noisy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False)
+        noisy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False, loss=mse)
     moved = torch.cat([p.detach().reshape(-1) for p in model.parameters()]) - after
     # three independent draws: std sqrt(3) * lr * sigma * C / (q N); the clipped gradients
     # (at most 7 C per step in norm) are negligible against noise over every coordinate

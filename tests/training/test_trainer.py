@@ -14,17 +14,16 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
+from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.windows import WindowDataset
-from qpriv.runs.files import read_json_object, remove_stale_temporaries
-from qpriv.training import (
-    StepStrategy,
-    TrainConfig,
-    Trainer,
+from qpriv.runs.files import (
     atomic_torch_save,
     atomic_write_json,
-    evaluate,
     load_checkpoint,
+    read_json_object,
+    remove_stale_temporaries,
 )
+from qpriv.training import StepStrategy, Trainer, evaluate
 from qpriv.training.ahead import draw_ahead
 from qpriv.training.seeding import global_rng_state, seed_everything, set_global_rng_state
 from qpriv.training.trainer import CHECKPOINT_FORMAT
@@ -50,10 +49,10 @@ def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None,
                  draw_ahead=True) -> Trainer:
     torch.manual_seed(0)
     model = LDPTForecaster(setup_method(method, base=TINY, eps=0.5).config)
-    config = TrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False, device="cpu",
-                         draw_ahead=draw_ahead)
+    config = ForecasterTrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False,
+                                   device="cpu", draw_ahead=draw_ahead)
     return Trainer(model, train=TRAIN, val=VAL, config=config, checkpoint_dir=tmp_path,
-                   strategy=strategy)
+                   recipe=ForecasterRecipe(), strategy=strategy)
 
 
 def kill_in_third_epoch(trainer: Trainer, monkeypatch) -> None:
@@ -395,3 +394,31 @@ def test_a_healthy_run_reports_no_divergence(tmp_path):
     result = make_trainer(tmp_path, epochs=2).fit()
     assert result.diverged_epoch is None
     assert not any("diverged" in h for h in result.history)
+
+
+def test_the_loop_is_generic_every_run_names_its_recipe_and_loss(tmp_path):
+    """The trainer writes no loss, metric or model shape: a recipe names itself, the step
+    back-propagates the recipe's loss, and the forecasters' recipe reads its own config."""
+    from qpriv.training.trainer import Recipe, TrainConfig
+
+    with pytest.raises(TypeError, match="must name itself"):
+        type("Nameless", (Recipe,), {})
+    with pytest.raises(TypeError, match="recipe"):
+        Trainer(torch.nn.Linear(2, 2), train=TRAIN, val=VAL, config=TrainConfig())
+
+    class L1(ForecasterRecipe):
+        name = "l1"
+
+        def loss(self, prediction, target):
+            return (prediction.float() - target).abs().mean()
+
+    def trained(recipe):
+        trainer = make_trainer(tmp_path / recipe.name, epochs=1, method="classical")
+        trainer.recipe = recipe
+        trainer.fit()
+        return torch.cat([p.detach().reshape(-1) for p in trainer.model.parameters()])
+
+    # the same model, batches and seed: only the loss differs, and so do the weights
+    assert not torch.equal(trained(ForecasterRecipe()), trained(L1()))
+    with pytest.raises(TypeError, match="ForecasterTrainConfig"):
+        ForecasterRecipe().optimizer(torch.nn.Linear(2, 2), TrainConfig())

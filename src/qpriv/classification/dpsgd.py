@@ -176,9 +176,11 @@ def _batches(n: int, config: DPSGDConfig, generator: torch.Generator) -> list[Te
 def dp_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor, y: Tensor, *,
     config: DPSGDConfig, generator: torch.Generator,
+    loss_fn: Callable[[Tensor, Tensor], Tensor] = F.cross_entropy,
 ) -> dict[str, float]:
-    """One DP-SGD update on the batch (x, y); returns the batch's clipping statistics and its
-    mean loss before the update (``loss``; 0 for an empty batch).
+    """One DP-SGD update on the batch (x, y) of ``loss_fn`` per example (the classifiers':
+    cross-entropy of the logits); returns the batch's clipping statistics and its mean loss
+    before the update (``loss``; 0 for an empty batch).
 
     ``generator`` draws the shots of a sampled read-out, the pre-clipping noise and the
     Gaussian noise of the mechanism.
@@ -189,7 +191,7 @@ def dp_step(
         noise = (model.draw_readout_noise(x, generator=generator)
                  if hasattr(model, "draw_readout_noise") else None)
         grads, losses = per_sample_gradients(
-            model, x, y, loss_fn=F.cross_entropy,
+            model, x, y, loss_fn=loss_fn,
             sample_kwargs=None if noise is None else {"readout_noise": noise})
         loss = float(losses.mean())
         if config.preclip_noise > 0:
@@ -288,9 +290,10 @@ class DPSGDStep(StepStrategy):
         return _batches(n_train, self.config, self.batch_generator)
 
     def step(self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
-             scaler: torch.amp.GradScaler, amp: bool) -> Tensor:
+             scaler: torch.amp.GradScaler, amp: bool,
+             loss: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
         stats = dp_step(model, optimizer, x, y, config=self.config,
-                        generator=self.noise_generator)
+                        generator=self.noise_generator, loss_fn=loss)
         self.clip_fractions.append(stats["batch_clip_fraction"])
         return torch.tensor(stats["loss"], dtype=torch.float64)
 
@@ -341,8 +344,9 @@ class ClassifierRecipe(Recipe):
     def optimizer(self, model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
         return _make_optimizer(model, self.config)
 
-    def scheduler(self, optimizer: torch.optim.Optimizer, config: TrainConfig) -> None:
-        return None
+    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
+        """Cross-entropy of the logits, what :class:`DPSGDStep` clips per example."""
+        return F.cross_entropy(prediction, target)
 
     def end_epoch(self, trainer: Trainer, *, epoch: int, train_loss: float,
                   train_seconds: float) -> dict:

@@ -32,13 +32,14 @@ from qpriv.forecasting.linear import (
     LinearSpec,
     linear_maps,
 )
+from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.randomness import randomness_note, run_seed
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
-from qpriv.training.trainer import DIVERGENCE_NOTE, HISTORY_NOTE, TrainConfig, Trainer
+from qpriv.training.trainer import DIVERGENCE_NOTE, HISTORY_NOTE, Trainer
 
 #: Chosen on ETTh1's validation split at eps 1 (learning rates 0.003-0.1, clip 0.3-5, batch
 #: 256-512, epochs 5-20; best validation epoch kept); the test split was not used.
@@ -99,12 +100,13 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         clip=settings["clip"], noise_multiplier=sigma, sample_rate=q,
         steps_per_epoch=steps // settings["epochs"], delta=delta,
         seed=derive_seed(seed, "dp-noise"), target_eps=eps)
-    config = TrainConfig(epochs=settings["epochs"], batch_size=settings["batch_size"],
-                         lr=settings["lr"], lr_quantum_attention=settings["lr"],
-                         weight_decay=0.0, plateau_patience=settings["epochs"], seed=seed,
-                         device="cpu", progress=progress)
+    config = ForecasterTrainConfig(
+        epochs=settings["epochs"], batch_size=settings["batch_size"], lr=settings["lr"],
+        lr_quantum_attention=settings["lr"], weight_decay=0.0,
+        plateau_patience=settings["epochs"], seed=seed, device="cpu", progress=progress)
     model = TrainableLinear(seq_len=data.seq_len, horizon=data.horizon, spec=spec)
-    trainer = Trainer(model, train=data.train, val=data.val, config=config, strategy=strategy)
+    trainer = Trainer(model, train=data.train, val=data.val, config=config,
+                      recipe=ForecasterRecipe(), strategy=strategy)
     fit = trainer.fit()
     report = strategy.report()
     claim = PrivacyClaim.from_json(report["eps"])

@@ -42,6 +42,7 @@ from qpriv.forecasting.methods import (
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
+from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.records import CLAIM_KEYS
 from qpriv.forecasting.rigorous import (
     RIGOROUS_PRIVACY,
@@ -370,7 +371,7 @@ class _Plan:
     configuration (and what of it is recorded), the delta it is accounted at."""
 
     setup: MethodSetup
-    train_config: TrainConfig
+    train_config: ForecasterTrainConfig
     recorded_train: dict
     delta: float
     secret: bool
@@ -404,7 +405,7 @@ def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq
         training["batch_size"] = batch_size
     secret = seed is None
     # a secret seed drives every stream as a given one would, and is written nowhere
-    train_config = TrainConfig(seed=run_seed(seed), eval_passes=eval_passes,
+    train_config = ForecasterTrainConfig(seed=run_seed(seed), eval_passes=eval_passes,
                                progress=progress, **training)
     if delta is None:
         delta = FEATURE_PATH_DELTA
@@ -443,6 +444,7 @@ def _train(plan: _Plan, *, data: ForecastData, strategy: StepStrategy | None,
     seed_everything(derive_seed(plan.train_config.seed, "model-init"))
     model = LDPTForecaster(plan.setup.config)
     trainer = Trainer(model, train=data.train, val=data.val, config=plan.train_config,
+                      recipe=ForecasterRecipe(),
                       checkpoint_dir=out, strategy=strategy)
     fit = trainer.fit(resume=resume)
     # a run that diverged before any finite validation loss holds NaN weights: no test

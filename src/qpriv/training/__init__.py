@@ -1,9 +1,9 @@
-"""The one training loop of every model (trainer, checkpoints, seeding), the forecasters'
-evaluation, and the DP-SGD pieces (per-sample gradients, clipping and noise, Poisson batches)
+"""The one training loop of every model (trainer, checkpoints, seeding; each kind of run brings
+its recipe: the forecasters' is :mod:`qpriv.forecasting.recipe`), the window evaluation, and the
+DP-SGD pieces (per-sample gradients, clipping and noise, Poisson batches)
 that the forecasters' and the classifiers' (:mod:`qpriv.classification.dpsgd`) private steps
 share."""
 
-from qpriv.runs.files import atomic_torch_save, atomic_write_json, load_checkpoint
 from qpriv.training.evaluation import WindowSource, evaluate, seeded_noise
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import Recipe, StepStrategy, TrainConfig, Trainer, TrainResult
@@ -15,11 +15,8 @@ __all__ = [
     "TrainResult",
     "Trainer",
     "WindowSource",
-    "atomic_torch_save",
-    "atomic_write_json",
     "derive_seed",
     "evaluate",
-    "load_checkpoint",
     "seed_everything",
     "seeded_noise",
 ]

@@ -26,7 +26,6 @@ import warnings
 from collections.abc import Callable, Mapping
 
 import torch
-import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
@@ -239,11 +238,6 @@ def poisson_batches(
             for _ in range(steps)]
 
 
-def window_mse(pred: Tensor, target: Tensor) -> Tensor:
-    """The forecaster's per-window loss: the MSE over horizon and channels."""
-    return F.mse_loss(pred.float(), target)
-
-
 class DPSGDStrategy(StepStrategy):
     """DP-SGD for the trainer: Poisson batches at rate q, per-window clipping at C, Gaussian
     noise sigma C on the sum, division by the expected batch size qN.
@@ -282,11 +276,12 @@ class DPSGDStrategy(StepStrategy):
                                steps=self.steps_per_epoch, generator=generator)
 
     def step(self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
-             scaler: torch.amp.GradScaler, amp: bool, noise: object | None = None) -> Tensor:
+             scaler: torch.amp.GradScaler, amp: bool,
+             loss: Callable[[Tensor, Tensor], Tensor], noise: object | None = None) -> Tensor:
         params = dict(model.named_parameters())
         shapes = {name: p.shape for name, p in params.items() if p.requires_grad}
         grads, losses = (None, None) if x.shape[0] == 0 else per_sample_gradient_dict(
-            model, x, y, loss_fn=window_mse, chunk_size=self.chunk_size)
+            model, x, y, loss_fn=loss, chunk_size=self.chunk_size)
         update, clipped = clip_and_noise(
             grads, shapes=shapes, clip=self.clip, noise_multiplier=self.noise_multiplier,
             denominator=self.sample_rate * self._n_train, generator=self.noise)

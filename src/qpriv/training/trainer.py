@@ -16,20 +16,21 @@ What differs between runs is injected:
   (:class:`qpriv.training.dpsgd.DPSGDStrategy`) and the classifiers' DP-SGD
   (:class:`qpriv.classification.dpsgd.DPSGDStep`) clip per example, add noise and sample
   Poisson batches (Abadi et al. 2016, "Deep Learning with Differential Privacy", Algorithm 1).
-- a :class:`Recipe`: the optimizer and its schedule, what an epoch records, which weights the
-  run keeps and what it prints. The default is the forecasters' protocol of the LDPT paper
-  (section 7.2): RAdam with decoupled weight decay, one learning rate per parameter group
-  (classical and quantum attention of the LDPT backbone), ReduceLROnPlateau on the validation
-  MSE, the best-validation weights kept. The classifiers'
-  (:class:`qpriv.classification.dpsgd.ClassifierRecipe`) uses SGD or Adam without a schedule,
-  records accuracies and gradient diagnostics, and keeps the last epoch's weights.
+- a :class:`Recipe`, which every run names: the optimizer and its schedule, the loss, what
+  an epoch records, how a model is evaluated, which weights the run keeps and what it prints.
+  The forecasters' (:class:`qpriv.forecasting.recipe.ForecasterRecipe`) is the LDPT paper's
+  protocol (section 7.2); the classifiers' (:class:`qpriv.classification.dpsgd.ClassifierRecipe`)
+  uses SGD or Adam without a schedule, records accuracies and gradient diagnostics, and keeps
+  the last epoch's weights. The loop knows neither: no loss, model shape or metric is written
+  here.
 
 Example::
 
-    trainer = Trainer(model, train=data.train, val=data.val, config=TrainConfig(epochs=20),
+    trainer = Trainer(model, train=data.train, val=data.val,
+                      config=ForecasterTrainConfig(epochs=20), recipe=ForecasterRecipe(),
                       checkpoint_dir="runs/ldpt")
-    result = trainer.fit()               # the model now holds the best-validation weights
-    metrics = trainer.evaluate(data.test)  # {"mse": ..., "mae": ...}
+    result = trainer.fit()               # the model now holds the weights the recipe keeps
+    metrics = trainer.evaluate(data.test)  # the recipe's metrics: {"mse": ..., "mae": ...}
 """
 
 from __future__ import annotations
@@ -39,14 +40,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
-import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from torch import Tensor, nn
 
 from qpriv.allocator import reusing_freed_memory
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.progress import epoch_bar, epoch_summary
+from qpriv.progress import epoch_bar
 from qpriv.runs.files import (
     atomic_torch_save,
     load_checkpoint,
@@ -54,7 +55,7 @@ from qpriv.runs.files import (
 )
 from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE
 from qpriv.training.ahead import draw_ahead
-from qpriv.training.evaluation import WindowSource, autocast, evaluate
+from qpriv.training.evaluation import WindowSource, autocast
 from qpriv.training.seeding import (
     derive_seed,
     global_rng_state,
@@ -78,10 +79,11 @@ HISTORY_NOTE = ("the training history (loss per epoch, clipped fraction) is comp
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The training protocol (the LDPT paper's section 7.2 by default).
+    """The training protocol every recipe reads (defaults: the LDPT paper's section 7.2; a
+    recipe may extend it, as :class:`qpriv.forecasting.recipe.ForecasterTrainConfig` adds the
+    quantum attention's own rate).
 
-    ``lr`` applies to every parameter group except ``quantum_attention``, which gets
-    ``lr_quantum_attention``. ``warmup_epochs`` > 0 ramps every rate linearly from its first
+    ``lr`` is the learning rate; ``warmup_epochs`` > 0 ramps every rate linearly from its first
     step to the full rate (the tuned DP-SGD of the LDPT paper's section 8.3); ReduceLROnPlateau
     starts after it. ``amp`` is used only on CUDA. ``device`` None picks CUDA when present.
     ``eval_passes`` > 1 adds the mean and std over that many evaluation seeds. ``draw_ahead``:
@@ -96,7 +98,6 @@ class TrainConfig:
     batch_size: int = 64
     eval_batch_size: int = 256
     lr: float = 3e-4
-    lr_quantum_attention: float = 1.5e-4
     weight_decay: float = 1.2e-3
     plateau_patience: int = 5
     plateau_factor: float = 0.5
@@ -126,7 +127,6 @@ class TrainConfig:
                                       or int(self.seed) != self.seed):
             raise InvalidInputError(f"seed = {self.seed!r} is not an integer (or None)")
         require_in_range("lr", self.lr, low=0.0)
-        require_in_range("lr_quantum_attention", self.lr_quantum_attention, low=0.0)
         require_in_range("weight_decay", self.weight_decay, low=0.0, low_inclusive=True)
         require_in_range("plateau_factor", self.plateau_factor, low=0.0, high=1.0,
                          high_inclusive=False)
@@ -179,13 +179,15 @@ class StepStrategy:
 
     def step(
         self, model: nn.Module, x: Tensor, y: Tensor, *, optimizer: torch.optim.Optimizer,
-        scaler: torch.amp.GradScaler, amp: bool, noise: object | None = None,
+        scaler: torch.amp.GradScaler, amp: bool, loss: Callable[[Tensor, Tensor], Tensor],
+        noise: object | None = None,
     ) -> Tensor:
-        """One update on the batch ``(x, y)``; returns the batch's mean loss (detached).
-        ``noise``: the pass noise of ``x`` drawn ahead (None: the model draws it)."""
+        """One update on the batch ``(x, y)`` of the recipe's ``loss``; returns the batch's mean
+        loss (detached). ``noise``: the pass noise of ``x`` drawn ahead (None: the model draws
+        it)."""
         with autocast(x.device, enabled=amp):
             pred = model(x) if noise is None else model(x, noise=noise)
-        loss = F.mse_loss(pred.float(), y)
+        loss = loss(pred, y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -203,71 +205,53 @@ class StepStrategy:
 
 
 class Recipe:
-    """The optimizer and its schedule, what an epoch records, which weights a run keeps.
+    """What a kind of run does around the loop: its optimizer and schedule, its loss, what an
+    epoch records, how the model is evaluated, which weights the run keeps, what it prints.
 
-    The default is the forecasters' protocol: RAdam with
-    decoupled weight decay over the model's parameter groups, ReduceLROnPlateau on the
-    validation MSE after the warm-up, one row per epoch (``epoch``, ``train_loss``,
-    ``val_loss``, ``lr``, ``train_seconds``, ``val_seconds``, and ``diverged`` when a loss is
-    not finite), the best-validation weights kept (:meth:`score`), a summary line per epoch.
+    Every recipe names itself (``name``); a subclass provides :meth:`optimizer`,
+    :meth:`end_epoch` and, where the step or :meth:`Trainer.evaluate` asks for them,
+    :meth:`loss` and :meth:`evaluate`.
     """
 
-    name = "forecaster"
+    name: str
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not isinstance(getattr(cls, "name", None), str):
+            raise TypeError(f"recipe {cls.__name__} must name itself (a class attribute name)")
 
     def optimizer(self, model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-        """RAdam over the parameter groups; ``quantum_attention`` gets its own rate."""
-        return torch.optim.RAdam(_param_groups(model, config), weight_decay=config.weight_decay,
-                                 decoupled_weight_decay=True)
+        """The optimizer over the model's parameters."""
+        raise NotImplementedError(f"recipe {self.name!r} has no optimizer")
 
-    def scheduler(
-        self, optimizer: torch.optim.Optimizer, config: TrainConfig
-    ) -> torch.optim.lr_scheduler.ReduceLROnPlateau | None:
-        """ReduceLROnPlateau on the validation loss (None: the rates stay as they are)."""
-        return torch.optim.lr_scheduler.ReduceLROnPlateau(
-            optimizer, mode="min", factor=config.plateau_factor,
-            patience=config.plateau_patience,
-        )
+    def scheduler(self, optimizer: torch.optim.Optimizer, config: TrainConfig) -> Any:
+        """The learning-rate schedule (None, the default: the rates stay as they are)."""
+        return None
+
+    def loss(self, prediction: Tensor, target: Tensor) -> Tensor:
+        """The batch-mean training loss (per example: of a batch of one)."""
+        raise NotImplementedError(f"recipe {self.name!r} has no loss")
+
+    def evaluate(self, trainer: Trainer, data: WindowSource, *, passes: int | None = None,
+                 by_channel: bool = False) -> dict:
+        """The model's metrics on ``data`` (:meth:`Trainer.evaluate`)."""
+        raise NotImplementedError(f"recipe {self.name!r} evaluates nothing")
 
     def end_epoch(
         self, trainer: Trainer, *, epoch: int, train_loss: float, train_seconds: float
     ) -> dict:
-        """Evaluate after the epoch's steps, step the schedule, return the history row (with
+        """Evaluate after the epoch's steps, step any schedule, return the history row (with
         ``diverged`` when training must stop)."""
-        tic = time.perf_counter()
-        val_loss = trainer.evaluate(trainer.val_data, passes=1)["mse"]
-        val_seconds = time.perf_counter() - tic
-        diverged = not (math.isfinite(train_loss) and math.isfinite(val_loss))
-        past_warm_up = epoch > trainer.config.warmup_epochs  # the plateau counts from there
-        if trainer.scheduler is not None and past_warm_up and not diverged:
-            trainer.scheduler.step(val_loss)
-        return {
-            "epoch": epoch, "train_loss": train_loss, "val_loss": val_loss,
-            "lr": [group["lr"] for group in trainer.optimizer.param_groups],
-            "train_seconds": train_seconds, "val_seconds": val_seconds,
-            **({"diverged": True} if diverged else {}),
-        }
+        raise NotImplementedError(f"recipe {self.name!r} records no epoch")
 
     def score(self, record: dict) -> float | None:
         """The loss by which the run keeps its best epoch's weights (lower is better); None
-        keeps the last epoch's."""
-        return record["val_loss"]
+        (the default) keeps the last epoch's."""
+        return None
 
     def show(self, trainer: Trainer, record: dict) -> None:
-        """Progress output after the epoch's checkpoint."""
-        if trainer.config.progress:
-            epoch_summary(record, epochs=trainer.config.epochs, best_epoch=trainer.best["epoch"])
-
-
-def _param_groups(model: nn.Module, config: TrainConfig) -> list[dict]:
-    if not hasattr(model, "parameter_groups"):
-        return [{"name": "all", "lr": config.lr, "base_lr": config.lr,
-                 "params": [p for p in model.parameters() if p.requires_grad]}]
-    groups = []
-    for name, params in model.parameter_groups().items():
-        lr = config.lr_quantum_attention if name == "quantum_attention" else config.lr
-        if params:
-            groups.append({"name": name, "params": params, "lr": lr, "base_lr": lr})
-    return groups
+        """Progress output after the epoch's checkpoint (the default prints nothing)."""
+        return None
 
 
 @dataclass
@@ -333,12 +317,12 @@ def upgrade_checkpoint(state: dict, *, path: Path, fix: str) -> dict:
 class Trainer:
     """Train ``model`` on ``train``, evaluate on ``val``, checkpoint into ``checkpoint_dir``.
 
-    Under the default :class:`Recipe` (the forecasters'), ``model`` maps ``x (B, L, C)`` to
-    ``(B, H, C)``; if it has ``parameter_groups()`` the group named ``quantum_attention`` gets
-    its own learning rate. If it has ``seed_noise`` its noise streams are seeded from the run
-    seed and checkpointed. ``checkpoint_name``: the checkpoint's file in ``checkpoint_dir``
-    (a directory may hold the checkpoints of several runs, as a classifier's and its
-    unclipped twin's); ``best.pt`` beside it holds the best weights of a recipe that keeps them.
+    ``recipe`` says what the run is (:class:`Recipe`); the loop reaches the model only
+    through the strategy's step and the recipe. If the model has ``seed_noise`` its noise
+    streams are seeded from the run seed and checkpointed. ``checkpoint_name``: the
+    checkpoint's file in ``checkpoint_dir`` (a directory may hold the checkpoints of several
+    runs, as a classifier's and its unclipped twin's); ``best.pt`` beside it holds the best
+    weights of a recipe that keeps them.
     """
 
     def __init__(
@@ -350,8 +334,8 @@ class Trainer:
         config: TrainConfig,
         checkpoint_dir: str | Path | None = None,
         checkpoint_name: str = CHECKPOINT_FILE,
+        recipe: Recipe,
         strategy: StepStrategy | None = None,
-        recipe: Recipe | None = None,
     ) -> None:
         self.config = config
         self.device = torch.device(
@@ -368,7 +352,7 @@ class Trainer:
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir is not None else None
         self.checkpoint_name = checkpoint_name
         self.strategy = strategy or StepStrategy()
-        self.recipe = recipe or Recipe()
+        self.recipe = recipe
         model = model.to(self.device)
         if hasattr(model, "seed_noise") and config.seed is not None:  # noise generators on the
             # device, seeded from the run
@@ -445,7 +429,8 @@ class Trainer:
                 self._warm_up(epoch, i, len(batches))
                 ahead = {} if noise is None else {"noise": noise}
                 loss = self.strategy.step(self.model, x, y, optimizer=self.optimizer,
-                                          scaler=self.scaler, amp=self.amp, **ahead)
+                                          scaler=self.scaler, amp=self.amp,
+                                          loss=self.recipe.loss, **ahead)
                 total += loss.to(self.device) * x.shape[0]
                 seen += x.shape[0]
                 bar.update()
@@ -480,16 +465,11 @@ class Trainer:
 
     def evaluate(self, data: WindowSource, *, passes: int | None = None,
                  by_channel: bool = False) -> dict:
-        """MSE and MAE on ``data`` with the fixed evaluation seed (see :func:`evaluate`;
-        ``by_channel`` adds the first pass's per-channel values)."""
-        cfg = self.config
+        """The recipe's metrics of the model on ``data`` (:meth:`Recipe.evaluate`: the
+        forecasters' MSE and MAE at the fixed evaluation seed)."""
         if hasattr(data, "to"):
             data = data.to(self.device)
-        return evaluate(
-            self.model, data, seed=cfg.eval_seed, passes=passes or cfg.eval_passes,
-            batch_size=cfg.eval_batch_size, amp=self.amp, by_channel=by_channel,
-            draw_ahead=cfg.draw_ahead,
-        )
+        return self.recipe.evaluate(self, data, passes=passes, by_channel=by_channel)
 
     # -- seeding and checkpoints -----------------------------------------------------------
 

@@ -637,7 +637,7 @@ def test_a_report_that_cannot_be_written_still_prints_the_finished_run(capsys, t
     def full(run_dir, **_kwargs):
         raise OSError(28, "No space left on device", str(run_dir) + "/report.html")
 
-    monkeypatch.setattr("qpriv.experiments.report.write_report_html", full)
+    monkeypatch.setattr("qpriv.report.render.write_report_html", full)
     out = tmp_path / "run"
     assert main(["train", "--method", "dp-linear", "--eps", "1", "--out", str(out),
                  "--quiet"]) == 2

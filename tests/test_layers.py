@@ -4,7 +4,8 @@ The layers, bottom first: the error types; the shared leaves (tables, progress b
 threads, the allocator setting); ``quantum`` (simulation); ``privacy`` (pure maths and the claim
 type); ``runs`` (a run directory); ``training`` (the one trainer loop); ``forecasting`` and
 ``classification`` (the models, side by side and blind to each other); ``audits`` (they load
-trained models); ``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``;
+trained models); ``report`` (the HTML page of a run, and of the folders the layers above
+register with it); ``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``;
 ``qpriv/__main__.py`` (``python -m qpriv``) above all. An
 import inside a function counts like any other, and none is allowed below the command line: a
 cycle means a concept is in the wrong room. The command line's handlers are the one exception:
@@ -32,10 +33,11 @@ LAYERS = {
     "training": 4,
     "forecasting": 5, "classification": 5,
     "audits": 6,
-    "experiments": 7,
-    "cli": 8,
-    "__init__": 9,
-    "__main__": 10,  # python -m qpriv: the command line
+    "report": 7,
+    "experiments": 8,
+    "cli": 9,
+    "__init__": 10,
+    "__main__": 11,  # python -m qpriv: the command line
 }
 SOURCE = Path(qpriv.__file__).parent
 

@@ -55,7 +55,7 @@ def test_the_wheel_runs_the_command_line_from_itself(installed):
     assert version.returncode == 0 and version.stdout.startswith("qpriv ")
     data = _run(installed, "-c", "from qpriv.quantum.povm import available_sic_dims, sic_povm;"
                 "print(len(available_sic_dims()), sic_povm(16).shape);"
-                "import qpriv.experiments.report as r; print(r.write_report_html.__name__)")
+                "import qpriv.report.render as r; print(r.write_report_html.__name__)")
     assert data.returncode == 0, data.stderr
     assert data.stdout.split("\n")[1] == "write_report_html"
 

@@ -17,6 +17,7 @@ from qpriv.cli.common import (
     positive_int,
 )
 from qpriv.errors import InvalidInputError
+from qpriv.experiments import report_sections  # noqa: F401 (registers a frontier's section)
 from qpriv.experiments.frontier import (
     CSV_METHODS,
     DEFAULT_BACKBONE_SEEDS,
@@ -27,11 +28,11 @@ from qpriv.experiments.frontier import (
     run_frontier,
     terminal_table,
 )
-from qpriv.experiments.report import write_report_html
 from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.linear import MAX_DP_LINEAR_EPS
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.dpsgd_accounting import MAX_DPSGD_EPS
+from qpriv.report.render import write_report_html
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,18 +1,16 @@
 """``qpriv report DIR``: one self-contained ``report.html`` for what a command wrote
-(:mod:`qpriv.experiments.report`): a run, a quickstart, a frontier or a reproduction."""
+(:mod:`qpriv.report`): a run, a quickstart, a frontier or a reproduction."""
 
 from __future__ import annotations
 
 import argparse
 
 from qpriv.cli.common import add_command, add_json_flag, emit_json, existing_path, positive_int
-from qpriv.experiments.report import (
-    FORECAST_WINDOWS,
-    MAX_FORECAST_WINDOWS,
-    REPORT_FILE,
-    detect,
-    write_report_html,
-)
+from qpriv.experiments import report_sections  # noqa: F401 (registers their kinds of folder)
+from qpriv.report.contents import detect
+from qpriv.report.forecast_run import FORECAST_WINDOWS, MAX_FORECAST_WINDOWS
+from qpriv.report.render import write_report_html
+from qpriv.runs.layout import REPORT_FILE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -114,9 +114,9 @@ def run(args: argparse.Namespace) -> int:
     """Train, then print the test scores and every privacy number with its label."""
     # the library is imported when the command runs, not with its parser: `qpriv train` with a
     # mistyped flag answers in well under a second (benchmarks/startup.py)
-    from qpriv.experiments.report import write_report_html
     from qpriv.forecasting.csv_input import CsvFormat
     from qpriv.forecasting.run import run_forecast
+    from qpriv.report.render import write_report_html
 
     if args.keep_checkpoints and args.out is None:
         raise InvalidInputError("--keep-checkpoints keeps a finished run's last checkpoint in "

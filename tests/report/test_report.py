@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,31 +20,23 @@ import pandas as pd
 import pytest
 import torch
 
+import qpriv
 from qpriv.cli import main
 from qpriv.errors import ArgumentError, InvalidInputError
 from qpriv.experiments import frontier
-from qpriv.experiments.report import (
-    CLASSIFIER,
-    FRONTIER,
-    MAX_FORECAST_WINDOWS,
-    QUICKSTART,
-    REPORT_FILE,
-    REPRODUCE,
-    RUN,
-    detect,
-    forecast_windows,
-    learning_curves_png,
-    number_text,
-    reference_block,
-    render_report,
-    write_report_html,
-)
+from qpriv.experiments.report_sections import FRONTIER, QUICKSTART, REPRODUCE
 from qpriv.forecasting import datasets
 from qpriv.forecasting.artifacts import load_run
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
+from qpriv.report.contents import CLASSIFIER, RUN, detect
+from qpriv.report.document import number_text
+from qpriv.report.forecast_run import MAX_FORECAST_WINDOWS, forecast_windows, reference_block
+from qpriv.report.plots import learning_curves_png
+from qpriv.report.render import render_report, write_report_html
+from qpriv.runs.layout import REPORT_FILE
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
 ETTH1_CHANNELS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
@@ -185,13 +179,13 @@ def test_detect_tells_each_output_apart(tmp_path):
     assert detect(run).kind == RUN
     assert detect(_classifier_run(tmp_path / "clf")).kind == CLASSIFIER
     fr = _frontier_folder(tmp_path / "fr" / "ETTh1-H24-record" / "tiny")
-    assert detect(fr) .kind == FRONTIER and detect(fr).frontiers == (fr,)
+    assert detect(fr).kind == FRONTIER and detect(fr).folders == {FRONTIER: (fr,)}
     # the --out folder above a frontier or a reproduction finds them
-    assert detect(tmp_path / "fr").frontiers == (fr,)
+    assert detect(tmp_path / "fr").folders == {FRONTIER: (fr,)}
     rp = _reproduction(tmp_path / "rp" / "figure3" / "tiny")
     assert detect(rp).kind == REPRODUCE
     assert detect(tmp_path / "rp").kind == REPRODUCE
-    assert detect(tmp_path / "rp").reproductions == (rp,)
+    assert detect(tmp_path / "rp").folders == {REPRODUCE: (rp,)}
 
 
 def test_a_quickstart_lists_its_runs_in_its_own_order_and_its_frontier(tmp_path):
@@ -203,7 +197,7 @@ def test_a_quickstart_lists_its_runs_in_its_own_order_and_its_frontier(tmp_path)
     found = detect(out)
     assert found.kind == QUICKSTART
     assert [p.name for p in found.runs] == ["classical", "LDPT_eps1.0", "LDPT_eps0.1"]
-    assert found.frontiers == (fr,)
+    assert found.folders == {FRONTIER: (fr,)}
 
 
 @pytest.mark.parametrize("make", [
@@ -220,6 +214,22 @@ def test_anything_else_is_one_line_and_exit_2_and_writes_nothing(tmp_path, capsy
     assert not list(tmp_path.rglob(REPORT_FILE))
     with pytest.raises(InvalidInputError, match=r"frontier\.csv"):
         detect(tmp_path)
+
+
+def test_a_run_is_reported_without_the_experiments(tmp_path):
+    """The report of a run (``qpriv train --out`` writes one) loads no experiments module; a
+    folder of runs where none registered what one is shows as a plain folder of runs."""
+    run = _forecast_run(tmp_path / "runs" / "b")
+    _forecast_run(tmp_path / "runs" / "a")
+    code = ("import sys; from qpriv.report.contents import detect; "
+            "from qpriv.report.render import render_report; "
+            f"page = render_report({str(run)!r}); found = detect({str(run.parent)!r}); "
+            "print(found.kind, [p.name for p in found.runs], 'Run b' in page, "
+            "[m for m in sys.modules if m.startswith('qpriv.experiments')])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(qpriv.__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "runs ['a', 'b'] True []"
 
 
 def test_number_text_keeps_four_significant_digits():

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from qpriv.cli import main
-from qpriv.experiments.report import REPORT_FILE
+from qpriv.runs.layout import REPORT_FILE
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")

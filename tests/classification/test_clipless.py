@@ -16,7 +16,6 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from deel import torchlip
 from torch.func import vjp
 
-from qpriv.classification import dpsgd as dpsgd_module
 from qpriv.classification import privacy as classifier_privacy
 from qpriv.classification.bounds import (
     cross_entropy_lipschitz,
@@ -34,6 +33,7 @@ from qpriv.classification.models import PairSort, ProjectedLipschitzMLP
 from qpriv.classification.run import train_classifier
 from qpriv.errors import InvalidInputError
 from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
+from qpriv.training import dpsgd as training_dpsgd
 
 N_FEATURES, N_CLASSES, HIDDEN = 12, 4, (16, 8)
 TAU, INPUT_BOUND, BIAS_BOUND = 0.5, 3.0, 1.5
@@ -269,14 +269,14 @@ def test_every_gradient_is_taken_at_projected_weights(monkeypatch) -> None:
     last one's (a projection skipped on some steps leaves the final weights projected)."""
     model = _model()
     seen = []
-    original = dpsgd_module.per_sample_gradients
+    original = training_dpsgd.per_example_gradients
 
     def checked(net, *args, **kwargs):
         seen.append((max(net.weight_norms()),
                      max(float(layer.bias.detach().norm()) for layer in net.layers)))
         return original(net, *args, **kwargs)
 
-    monkeypatch.setattr(dpsgd_module, "per_sample_gradients", checked)
+    monkeypatch.setattr(training_dpsgd, "per_example_gradients", checked)
     _train(model, steps=30)
     assert len(seen) == 30
     assert max(w for w, _ in seen) <= 1.0 + 1e-6

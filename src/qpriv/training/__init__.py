@@ -1,5 +1,5 @@
 """The one training loop of every model (trainer, checkpoints, seeding), the forecasters'
-evaluation, and the DP-SGD pieces (per-sample gradients, clipping and noise, Poisson batches)
+evaluation, and the DP-SGD pieces (per-example gradients, clipping and noise, Poisson batches)
 that the forecasters' and the classifiers' (:mod:`qpriv.classification.dpsgd`) private steps
 share."""
 

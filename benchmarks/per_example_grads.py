@@ -5,7 +5,7 @@ the cross-entropy loss of the variational quantum classifier (amplitude encoding
 RZ RY RZ and a CNOT ring, logits <Z_k> / tau on the first K = 4 qubits):
 
 * ours       ``qpriv.classification.dpsgd.per_example_gradients``: each example runs through
-             its own copy of the angles (``QuantumClassifier.forward_per_sample``) and one
+             its own copy of the angles (``QuantumClassifier.forward_per_example``) and one
              backward pass gives every example's gradient (the statevector of
              ``qpriv.quantum.circuits``);
 * vmap       the generic path every other model takes, torch.func vmap of grad over the
@@ -45,7 +45,7 @@ TAU = 0.5
 
 
 class VmapOnly(torch.nn.Module):
-    """The classifier without ``forward_per_sample``: per-example gradients by vmap of grad."""
+    """The classifier without ``forward_per_example``: per-example gradients by vmap of grad."""
 
     def __init__(self, model: QuantumClassifier) -> None:
         super().__init__()

@@ -16,8 +16,7 @@ import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
 from deel import torchlip
 from torch.func import vjp
 
-from qpriv.classification import dpsgd as dpsgd_module
-from qpriv.classification import run as classifier_run
+from qpriv.classification import privacy as classifier_privacy
 from qpriv.classification.bounds import (
     cross_entropy_lipschitz,
     global_gradient_bound,
@@ -34,6 +33,7 @@ from qpriv.classification.models import PairSort, ProjectedLipschitzMLP
 from qpriv.classification.run import train_classifier
 from qpriv.errors import InvalidInputError
 from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
+from qpriv.training import dpsgd as training_dpsgd
 
 N_FEATURES, N_CLASSES, HIDDEN = 12, 4, (16, 8)
 TAU, INPUT_BOUND, BIAS_BOUND = 0.5, 3.0, 1.5
@@ -225,14 +225,14 @@ def test_a_private_run_calibrates_the_noise_to_the_bound_and_never_clips() -> No
     assert any(note.startswith("clipless DP-SGD") for note in r["privacy_notes"])
     # what escapes the guarantee is named: the training split's statistics and how the
     # default X (training norms) and tau (validation share) were chosen
-    assert classifier_run.TRAINING_STATISTICS_NOTE in r["privacy_notes"]
-    assert classifier_run.analytic_constants_note(
+    assert classifier_privacy.TRAINING_STATISTICS_NOTE in r["privacy_notes"]
+    assert classifier_privacy.analytic_constants_note(
         task="synthetic", input_bound=16.0, bias_bound=1.0, tau=1.0,
         default_input_bound=True) in r["privacy_notes"]
     assert any("X = 16 (the default, read off this task's training inputs" in note
                for note in r["eps"]["notes"])
     assert r["gradient_bound"]["max_epoch_clip_fraction"] == 0.0
-    assert classifier_run.ANALYTIC_NOTE in r["eps"]["notes"]
+    assert classifier_privacy.ANALYTIC_NOTE in r["eps"]["notes"]
     assert r["gradient_bound"]["clipping_bias_bound"] == 0.0
     assert r["accuracy"] > 0.5
 
@@ -269,14 +269,14 @@ def test_every_gradient_is_taken_at_projected_weights(monkeypatch) -> None:
     last one's (a projection skipped on some steps leaves the final weights projected)."""
     model = _model()
     seen = []
-    original = dpsgd_module.per_sample_gradients
+    original = training_dpsgd.per_example_gradients
 
     def checked(net, *args, **kwargs):
         seen.append((max(net.weight_norms()),
                      max(float(layer.bias.detach().norm()) for layer in net.layers)))
         return original(net, *args, **kwargs)
 
-    monkeypatch.setattr(dpsgd_module, "per_sample_gradients", checked)
+    monkeypatch.setattr(training_dpsgd, "per_example_gradients", checked)
     _train(model, steps=30)
     assert len(seen) == 30
     assert max(w for w, _ in seen) <= 1.0 + 1e-6
@@ -295,9 +295,9 @@ def test_a_run_whose_guard_clipped_says_so(monkeypatch) -> None:
                          epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1)
     fraction = r["gradient_bound"]["max_epoch_clip_fraction"]
     assert fraction > 0
-    assert classifier_run.ANALYTIC_NOTE not in r["eps"]["notes"]
-    assert classifier_run.ANALYTIC_NOTE not in r["privacy_notes"]
-    guard = classifier_run.ANALYTIC_GUARD_NOTE.format(fraction=fraction)
+    assert classifier_privacy.ANALYTIC_NOTE not in r["eps"]["notes"]
+    assert classifier_privacy.ANALYTIC_NOTE not in r["privacy_notes"]
+    guard = classifier_privacy.ANALYTIC_GUARD_NOTE.format(fraction=fraction)
     assert guard in r["eps"]["notes"] and guard in r["privacy_notes"]
     assert "nothing clipped" not in r["noise_multiplier"]["meaning"]
     assert "the guard clipped" in r["noise_multiplier"]["meaning"]
@@ -310,7 +310,7 @@ def test_the_constants_note_names_the_input_bound_used() -> None:
     note = next(n for n in r["eps"]["notes"] if n.startswith("clipless DP-SGD's public"))
     assert "X = 5 (given by the user)" in note and "read off" not in note
     assert r["gradient_bound"]["input_bound"] == 5.0
-    default = classifier_run.analytic_constants_note(
+    default = classifier_privacy.analytic_constants_note(
         task="digits", input_bound=16.0, bias_bound=1.0, tau=2.0, default_input_bound=True)
     assert "the synthetic task's training inputs, not this task's" in default
 

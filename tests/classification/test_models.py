@@ -14,7 +14,7 @@ from qpriv.classification.models import (
     count_parameters,
 )
 from qpriv.errors import InvalidInputError
-from qpriv.training.dpsgd import per_sample_gradient_dict, runs_per_sample_weights
+from qpriv.training.dpsgd import per_example_gradient_dict, runs_per_example_weights
 
 
 def test_parameter_counts() -> None:
@@ -57,7 +57,7 @@ def test_per_example_gradients_equal_a_loop(index: int) -> None:
 
 
 class VmapOnly(torch.nn.Module):
-    """The classifier without ``forward_per_sample``: its gradients come from vmap of grad."""
+    """The classifier without ``forward_per_example``: its gradients come from vmap of grad."""
 
     def __init__(self, model: QuantumClassifier) -> None:
         super().__init__()
@@ -74,18 +74,18 @@ def test_the_circuits_per_example_weights_give_vmaps_gradients_and_losses() -> N
     x = torch.randn(9, 12, generator=g, dtype=torch.float64)
     y = torch.randint(0, 3, (9,), generator=g)
     noise = {"readout_noise": 0.1 * torch.randn(9, 3, generator=g, dtype=torch.float64)}
-    kwargs = {"loss_fn": torch.nn.functional.cross_entropy, "sample_kwargs": noise}
-    fast, fast_losses = per_sample_gradient_dict(model, x, y, **kwargs)
-    slow, slow_losses = per_sample_gradient_dict(VmapOnly(model), x, y, **kwargs)
+    kwargs = {"loss_fn": torch.nn.functional.cross_entropy, "example_kwargs": noise}
+    fast, fast_losses = per_example_gradient_dict(model, x, y, **kwargs)
+    slow, slow_losses = per_example_gradient_dict(VmapOnly(model), x, y, **kwargs)
     torch.testing.assert_close(fast["weights"], slow["model.weights"], atol=1e-12, rtol=0)
     torch.testing.assert_close(fast_losses, slow_losses, atol=1e-14, rtol=0)
-    chunked, chunked_losses = per_sample_gradient_dict(model, x, y, chunk_size=4, **kwargs)
+    chunked, chunked_losses = per_example_gradient_dict(model, x, y, chunk_size=4, **kwargs)
     torch.testing.assert_close(chunked["weights"], fast["weights"], atol=1e-14, rtol=0)
     torch.testing.assert_close(chunked_losses, fast_losses, atol=0, rtol=0)
     with pytest.raises(InvalidInputError, match="chunk_size"):
-        per_sample_gradient_dict(model, x, y, chunk_size=0, **kwargs)
-    empty, empty_losses = per_sample_gradient_dict(model, x[:0], y[:0], **{
-        **kwargs, "sample_kwargs": {"readout_noise": noise["readout_noise"][:0]}})
+        per_example_gradient_dict(model, x, y, chunk_size=0, **kwargs)
+    empty, empty_losses = per_example_gradient_dict(model, x[:0], y[:0], **{
+        **kwargs, "example_kwargs": {"readout_noise": noise["readout_noise"][:0]}})
     assert empty["weights"].shape == (0, 4, 4, 3) and empty_losses.shape == (0,)
 
 
@@ -100,8 +100,8 @@ def test_a_subclass_that_changes_forward_alone_gets_its_own_gradients() -> None:
     model = Doubled(n_features=16, n_classes=4, n_layers=2,
                     generator=torch.Generator().manual_seed(1))
     x, y = torch.randn(5, 16), torch.tensor([0, 1, 2, 3, 0])
-    assert not runs_per_sample_weights(model)
-    assert runs_per_sample_weights(QuantumClassifier(n_features=16, n_classes=4, n_layers=2))
+    assert not runs_per_example_weights(model)
+    assert runs_per_example_weights(QuantumClassifier(n_features=16, n_classes=4, n_layers=2))
     torch.testing.assert_close(per_example_gradients(model, x, y),
                                per_example_gradients_loop(model, x, y), atol=2e-5, rtol=1e-4)
 

@@ -23,9 +23,9 @@ from qpriv.privacy.randomness import randomness_note
 from qpriv.training.dpsgd import (
     DPSGDStrategy,
     clip_and_noise,
-    per_sample_gradient_dict,
-    per_sample_gradients,
-    per_sample_gradients_loop,
+    per_example_gradient_dict,
+    per_example_gradients,
+    per_example_gradients_loop,
 )
 from qpriv.training.trainer import DIVERGENCE_NOTE
 
@@ -50,8 +50,8 @@ def classical_model(seed: int = 0) -> LDPTForecaster:
 def test_per_window_gradients_equal_a_loop_over_windows():
     model = classical_model()
     x, y = torch.randn(5, 32, 3), torch.randn(5, 4, 3)
-    fast, losses = per_sample_gradients(model, x, y, loss_fn=mse)
-    slow = per_sample_gradients_loop(model, x, y, loss_fn=mse)
+    fast, losses = per_example_gradients(model, x, y, loss_fn=mse)
+    slow = per_example_gradients_loop(model, x, y, loss_fn=mse)
     n_params = sum(p.numel() for p in model.parameters())
     assert fast.shape == (5, n_params)  # one row per window, not per (window, channel)
     torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
@@ -66,7 +66,7 @@ def test_one_window_moves_the_clipped_sum_by_at_most_the_clip_norm():
     model = classical_model()
     torch.manual_seed(1)
     x, y = 50 * torch.randn(8, 32, 3), 50 * torch.randn(8, 4, 3)  # large: every row is clipped
-    grads, _ = per_sample_gradient_dict(model, x, y, loss_fn=mse)
+    grads, _ = per_example_gradient_dict(model, x, y, loss_fn=mse)
     gen = torch.Generator().manual_seed(0)
     kwargs = {"shapes": {k: v.shape[1:] for k, v in grads.items()}, "clip": 1.0,
               "noise_multiplier": 0.0, "denominator": 1.0, "generator": gen}
@@ -290,7 +290,7 @@ def test_dpsgd_strategy_step_is_the_hand_computation():
     strategy.prepare(model, optimizer, n_train=40, batch_size=10)
     torch.manual_seed(2)
     x, y = torch.randn(7, 32, 3), torch.randn(7, 4, 3)  # 7 drawn, 10 expected
-    grads = per_sample_gradients_loop(model, x, y, loss_fn=mse)
+    grads = per_example_gradients_loop(model, x, y, loss_fn=mse)
     scale = (0.5 / grads.norm(dim=1)).clamp(max=1.0)
     assert float(scale.max()) < 1.0  # every window is clipped: the clip is exercised
     before = torch.cat([p.detach().reshape(-1) for p in model.parameters()])

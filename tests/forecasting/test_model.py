@@ -285,10 +285,11 @@ def test_parameter_groups_at_paper_size():
 
 
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")
-def test_opacus_per_sample_gradients_are_per_window_gradients():
-    """Opacus's per-sample gradients of the backbone equal a per-window loop: the window, not
-    the channel, is the sample. RevIN's affine is left out: it is used twice (normalise and
-    denormalise), which Opacus's per-layer hooks do not see (torch.func handles it)."""
+def test_opacus_per_example_gradients_are_per_window_gradients():
+    """Opacus's per-sample gradients (our per-example ones) of the backbone equal a per-window
+    loop: the window, not the channel, is the example. RevIN's affine is left out: it is used
+    twice (normalise and denormalise), which Opacus's per-layer hooks do not see (torch.func
+    handles it)."""
     opacus = pytest.importorskip("opacus")
     model = build("classical")
     model.revin.requires_grad_(False)

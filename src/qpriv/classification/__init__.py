@@ -18,7 +18,8 @@ The rooms: ``data`` (tasks), ``models`` and ``loader`` (the classifiers and the 
 loader), ``dpsgd`` (per-example gradients, clipping, noise, accountant, the loop),
 ``diagnostics`` (clipping bias, alignment, the MSE decomposition), ``bounds`` (Theorems 3.1
 and 3.2, and the analytic gradient bound of the projected Lipschitz MLP that clipless DP-SGD,
-``clip="analytic"``, calibrates its noise to), ``run`` (the front door).
+``clip="analytic"``, calibrates its noise to), ``request`` (the run's validated arguments),
+``privacy`` (the run's claim and the gradient bound it rests on), ``run`` (the front door).
 """
 
 from qpriv.classification.bounds import (

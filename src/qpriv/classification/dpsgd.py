@@ -54,13 +54,8 @@ from qpriv.errors import InvalidInputError, require_in_range, require_positive_i
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
 from qpriv.runs.files import changed_settings
 from qpriv.runs.layout import CHECKPOINT_FILE
-from qpriv.training.dpsgd import (
-    assign_flat_gradient,
-    clip_and_noise,
-    per_sample_gradients,
-    per_sample_gradients_loop,
-    poisson_batches,
-)
+from qpriv.training import dpsgd as training_dpsgd
+from qpriv.training.dpsgd import assign_flat_gradient, clip_and_noise, poisson_batches
 from qpriv.training.trainer import Recipe, StepStrategy, TrainConfig, Trainer
 
 __all__ = ["ClassifierRecipe", "DPSGDConfig", "DPSGDStep", "Examples", "dp_step",
@@ -79,18 +74,19 @@ def per_example_gradients(
 ) -> Tensor:
     """Gradients of the per-example cross-entropy, flattened: (B, P) float32.
 
-    :func:`qpriv.training.dpsgd.per_sample_gradients` with the cross-entropy;
+    The classifiers' instance of :func:`qpriv.training.dpsgd.per_example_gradients` (which
+    takes any loss and also returns the losses): the cross-entropy, the gradients alone;
     ``readout_noise`` (B, K) is passed to models with sampled read-out.
     """
     extra = None if readout_noise is None else {"readout_noise": readout_noise}
-    grads, _ = per_sample_gradients(model, x, y, loss_fn=F.cross_entropy, sample_kwargs=extra,
-                                    chunk_size=chunk_size)
+    grads, _ = training_dpsgd.per_example_gradients(
+        model, x, y, loss_fn=F.cross_entropy, example_kwargs=extra, chunk_size=chunk_size)
     return grads
 
 
 def per_example_gradients_loop(model: nn.Module, x: Tensor, y: Tensor) -> Tensor:
     """The slow twin of :func:`per_example_gradients`: one autograd call per example."""
-    return per_sample_gradients_loop(model, x, y, loss_fn=F.cross_entropy)
+    return training_dpsgd.per_example_gradients_loop(model, x, y, loss_fn=F.cross_entropy)
 
 
 # -- the training loop ----------------------------------------------------------------------------
@@ -190,9 +186,9 @@ def dp_step(
     if x.shape[0] > 0:  # an empty Poisson batch still releases the noise
         noise = (model.draw_readout_noise(x, generator=generator)
                  if hasattr(model, "draw_readout_noise") else None)
-        grads, losses = per_sample_gradients(
+        grads, losses = training_dpsgd.per_example_gradients(
             model, x, y, loss_fn=loss_fn,
-            sample_kwargs=None if noise is None else {"readout_noise": noise})
+            example_kwargs=None if noise is None else {"readout_noise": noise})
         loss = float(losses.mean())
         if config.preclip_noise > 0:
             grads = grads + config.preclip_noise * torch.randn(

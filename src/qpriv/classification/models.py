@@ -313,12 +313,12 @@ class QuantumClassifier(nn.Module):
     def forward(self, x: Tensor, readout_noise: Tensor | None = None) -> Tensor:
         return self._logits(x, self.weights, readout_noise)
 
-    def forward_per_sample(self, x: Tensor, parameters: dict[str, Tensor],
-                           readout_noise: Tensor | None = None) -> Tensor:
+    def forward_per_example(self, x: Tensor, parameters: dict[str, Tensor],
+                            readout_noise: Tensor | None = None) -> Tensor:
         """The logits of example i under its own copy of the angles, ``parameters["weights"]``
         (B, L, n, 3): example i's outputs depend on row i alone, so the gradient of the summed
         losses with respect to row i is example i's gradient
-        (:func:`qpriv.training.dpsgd.per_sample_gradient_dict` uses this instead of vmap)."""
+        (:func:`qpriv.training.dpsgd.per_example_gradient_dict` uses this instead of vmap)."""
         return self._logits(x, parameters["weights"], readout_noise)
 
     def _logits(self, x: Tensor, weights: Tensor, readout_noise: Tensor | None) -> Tensor:

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.classification.data import DEFAULT_IMAGE_SIZE, VALIDATION_FRACTION
-from qpriv.classification.run import check_batch, check_out_dir, train_classifier
+from qpriv.classification.request import check_batch, check_out_dir
+from qpriv.classification.run import train_classifier
 from qpriv.errors import ArgumentError, InvalidInputError, require_in_range
 from qpriv.runs.cache import cached_json
 from qpriv.runs.layout import TUNING_FILE

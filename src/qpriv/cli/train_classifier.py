@@ -8,7 +8,8 @@ import argparse
 import sys
 
 from qpriv.classification.records import ClassifierResult
-from qpriv.classification.run import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU, train_classifier
+from qpriv.classification.request import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU
+from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
     add_command,

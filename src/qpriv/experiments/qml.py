@@ -60,13 +60,13 @@ protocol where it states one: 10 seeds, 100 epochs, |B| = 64 for the deep dives)
   fall behind in the sweep; under SGD clipping shrinks and rotates its steps.
 * The clipless row of Figures 2 and 7 (not in the paper): ``lipschitz`` with
   ``clip="analytic"`` (:class:`~qpriv.classification.models.ProjectedLipschitzMLP`, the public
-  bounds :data:`~qpriv.classification.run.ANALYTIC_DEFAULTS` and
-  :data:`~qpriv.classification.run.ANALYTIC_TAU`), one configuration per |B| (Figure 2) or
+  bounds :data:`~qpriv.classification.request.ANALYTIC_DEFAULTS` and
+  :data:`~qpriv.classification.request.ANALYTIC_TAU`), one configuration per |B| (Figure 2) or
   eps (Figure 7). It has no C: its noise is sigma times its analytic bound Delta, and its rows
   carry ``clip="analytic"`` and ``sensitivity`` = Delta. Its SGD base rate
   :data:`CLIPLESS_LR` was chosen as the grid's tuning chooses, on the validation share of the
   training split, never the test split, together with the temperature
-  :data:`~qpriv.classification.run.ANALYTIC_TAU` (``scripts/choose_clipless.py``): 15 epochs,
+  :data:`~qpriv.classification.request.ANALYTIC_TAU` (``scripts/choose_clipless.py``): 15 epochs,
   |B| = 64, seed 2024, no noise and eps 1 and 10. At tau = 2, validation accuracy at rates
   0.003 / 0.01 / 0.03 / 0.1: 0.838 / 0.881 / 0.896 / 0.902 without noise, 0.829 / 0.838 /
   0.488 / 0.183 at eps 1, 0.835 / 0.863 / 0.863 / 0.823 at eps 10 (0.3: 0.887 without noise,
@@ -119,7 +119,8 @@ from typing import Any
 
 from qpriv.classification.data import VALIDATION_FRACTION, synthetic_recipe_digest
 from qpriv.classification.records import ClassifierResult
-from qpriv.classification.run import ANALYTIC_DEFAULTS, ANALYTIC_TAU, train_classifier
+from qpriv.classification.request import ANALYTIC_DEFAULTS, ANALYTIC_TAU
+from qpriv.classification.run import train_classifier
 from qpriv.classification.tuning import LR_FACTORS, lr_grid, tuning_record
 from qpriv.errors import InvalidInputError, QprivError
 from qpriv.experiments.executors import (

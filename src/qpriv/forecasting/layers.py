@@ -1,8 +1,8 @@
 """The boxes of the LDPT pipeline (LDPT paper, Figure 1 and section 5), one module each.
 
 Shape convention: every tensor keeps the window as its leading axis and the channel as its
-second, ``(B, C, T, d)`` for token streams, so that per-window (per-sample) gradient clipping sees
-one sample per window and never one per channel. Randomness is drawn only from the
+second, ``(B, C, T, d)`` for token streams, so that per-window (per-example) gradient clipping
+sees one example per window and never one per channel. Randomness is drawn only from the
 ``torch.Generator`` passed in, never from the global RNG, so a model's noise is reproducible from
 its seed and its state can be checkpointed.
 """

@@ -20,7 +20,7 @@ The forward pass reads as the pipeline of the LDPT paper (section 5.1, Figure 1)
 10. RevIN denormalisation.                                  (B, H, C)
 
 The window stays the leading axis of every tensor through every parameter layer (never a
-``(B*C, ...)`` reshape), so a per-sample gradient is a per-window gradient.
+``(B*C, ...)`` reshape), so a per-example gradient is a per-window gradient.
 
 Everything random in a pass (the shots of stage 3, the z of the injections, DP-Input's noise)
 depends on the input window and the noise generators only, never on the weights, so it is

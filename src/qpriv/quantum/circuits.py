@@ -227,7 +227,7 @@ class VariationalCircuit:
         ``weights`` is (L, n, 3), one circuit for every state, or (B, L, n, 3), state i run
         through the circuit of ``weights[i]`` (the per-example weights whose gradients are the
         per-example gradients, :meth:`qpriv.classification.models.QuantumClassifier.
-        forward_per_sample`).
+        forward_per_example`).
         """
         self._check(psi, weights)
         state = psi.to(_complex_dtype(weights.dtype))

@@ -1,6 +1,6 @@
 """The one training loop of every model (trainer, checkpoints, seeding; each kind of run brings
 its recipe: the forecasters' is :mod:`qpriv.forecasting.recipe`), the window evaluation, and the
-DP-SGD pieces (per-sample gradients, clipping and noise, Poisson batches)
+DP-SGD pieces (per-example gradients, clipping and noise, Poisson batches)
 that the forecasters' and the classifiers' (:mod:`qpriv.classification.dpsgd`) private steps
 share."""
 

@@ -1,23 +1,23 @@
 """DP-SGD (Abadi et al. 2016) as pieces shared by every private trainer in qpriv.
 
-- :func:`per_sample_gradients`: the gradient of each sample's loss, ``torch.func`` vmap of grad
-  over the batch (or one backward pass through per-sample copies of the weights, for a model
-  that can run them: the quantum classifier), flattened to ``(B, P)``. For the forecaster a
-  sample is a window (all channels of it): the model keeps the window as the leading axis of
+- :func:`per_example_gradients`: the gradient of each example's loss, ``torch.func`` vmap of
+  grad over the batch (or one backward pass through per-example copies of the weights, for a
+  model that can run them: the quantum classifier), flattened to ``(B, P)``. For the forecaster
+  an example is a window (all channels of it): the model keeps the window as the leading axis of
   every tensor, so nothing is ever clipped per (window, channel) pair, which would divide the
   effective noise by the channel count (the trap of Opacus's hooks on a channel-independent
   reshape).
 - :func:`clip_and_noise`: clip each row to norm C, sum, add N(0, sigma^2 C^2 I), divide by the
   expected batch size.
-- :func:`poisson_batches`: each sample joins each batch independently with probability q, the
+- :func:`poisson_batches`: each example joins each batch independently with probability q, the
   sampling that the accountants of :mod:`qpriv.privacy.dpsgd_accounting` assume.
 - :class:`DPSGDStrategy`: the :class:`~qpriv.training.trainer.StepStrategy` that makes the one
   trainer loop private, with its accountant state in the checkpoint.
 
-Per-sample gradients are written with ``torch.func`` rather than Opacus's ``GradSampleModule``:
-the hooks need one registered rule per layer kind and a parameter used once per forward, while
-RevIN's affine is applied twice (normalise and denormalise); vmap of grad is exact for any
-module. Opacus still supplies the accountants.
+Per-example gradients (Opacus calls them per-sample gradients) are written with ``torch.func``
+rather than Opacus's ``GradSampleModule``: the hooks need one registered rule per layer kind and
+a parameter used once per forward, while RevIN's affine is applied twice (normalise and
+denormalise); vmap of grad is exact for any module. Opacus still supplies the accountants.
 """
 
 from __future__ import annotations
@@ -41,24 +41,24 @@ def trainable_parameters(model: nn.Module) -> dict[str, Tensor]:
     return {name: p.detach() for name, p in model.named_parameters() if p.requires_grad}
 
 
-def per_sample_gradient_dict(
+def per_example_gradient_dict(
     model: nn.Module,
     x: Tensor,
     y: Tensor,
     *,
     loss_fn: Callable[[Tensor, Tensor], Tensor],
-    sample_kwargs: Mapping[str, Tensor] | None = None,
+    example_kwargs: Mapping[str, Tensor] | None = None,
     chunk_size: int | None = None,
 ) -> tuple[dict[str, Tensor], Tensor]:
-    """Per-sample gradients by parameter name (each ``(B, *shape)``) and the losses ``(B,)`` of
+    """Per-example gradients by parameter name (each ``(B, *shape)``) and the losses ``(B,)`` of
     ``loss_fn(model(x_i[None]), y_i[None])``.
 
-    ``sample_kwargs`` are per-sample keyword tensors (leading axis B) passed to the model
+    ``example_kwargs`` are per-example keyword tensors (leading axis B) passed to the model
     (e.g. a classifier's sampled read-out noise), each as a batch of one.
 
-    A model with ``forward_per_sample(x, parameters, **sample_kwargs)`` (outputs of example i
+    A model with ``forward_per_example(x, parameters, **example_kwargs)`` (outputs of example i
     under its own copy ``parameters[name][i]`` of every trainable tensor, and of nothing else)
-    gets its per-sample gradients from one ordinary backward pass through those copies instead
+    gets its per-example gradients from one ordinary backward pass through those copies instead
     of vmap: the same numbers, without vmap's per-operation cost, which dominates a small
     statevector circuit (benchmarks/per_example_grads.py). torch's own expanded-weights
     (``torch.nn.utils._per_sample_grad``) covers only its built-in layer kinds, not a circuit.
@@ -66,43 +66,43 @@ def per_sample_gradient_dict(
     params = trainable_parameters(model)
     if not params:
         raise InvalidInputError("the model has no trainable parameters")
-    if runs_per_sample_weights(model):
+    if runs_per_example_weights(model):
         return _expanded_weights_gradients(model, params, x, y, loss_fn=loss_fn,
-                                           sample_kwargs=sample_kwargs or {},
+                                           example_kwargs=example_kwargs or {},
                                            chunk_size=chunk_size)
-    names = list(sample_kwargs or {})
+    names = list(example_kwargs or {})
 
     def loss(p: dict[str, Tensor], xi: Tensor, yi: Tensor, *extra: Tensor) -> Tensor:
         kwargs = {name: value[None] for name, value in zip(names, extra, strict=True)}
         return loss_fn(functional_call(model, p, (xi[None],), kwargs), yi[None])
 
-    extras = [sample_kwargs[name] for name in names]
+    extras = [example_kwargs[name] for name in names]
     in_dims = (None, 0, 0, *([0] * len(extras)))
     with warnings.catch_warnings():  # ops without a batching rule (the CPU attention kernel,
-        # unfold's backward) run per sample: correct, and measured in benchmarks/dpsgd_cost.py
+        # unfold's backward) run per example: correct, and measured in benchmarks/dpsgd_cost.py
         warnings.filterwarnings("ignore", message="There is a performance drop")
         return vmap(grad_and_value(loss), in_dims=in_dims, chunk_size=chunk_size)(
             params, x, y, *extras
         )
 
 
-def runs_per_sample_weights(model: nn.Module) -> bool:
-    """Whether ``model`` has a ``forward_per_sample`` that computes what its ``forward`` does:
+def runs_per_example_weights(model: nn.Module) -> bool:
+    """Whether ``model`` has a ``forward_per_example`` that computes what its ``forward`` does:
     both defined by the same class, so that a subclass overriding ``forward`` alone falls back
     to vmap instead of clipping the gradients of another function."""
-    if not hasattr(model, "forward_per_sample"):
+    if not hasattr(model, "forward_per_example"):
         return False
     owner = {name: next(c for c in type(model).__mro__ if name in vars(c))
-             for name in ("forward", "forward_per_sample")}
-    return owner["forward"] is owner["forward_per_sample"]
+             for name in ("forward", "forward_per_example")}
+    return owner["forward"] is owner["forward_per_example"]
 
 
 def _expanded_weights_gradients(
     model: nn.Module, params: dict[str, Tensor], x: Tensor, y: Tensor, *,
-    loss_fn: Callable[[Tensor, Tensor], Tensor], sample_kwargs: Mapping[str, Tensor],
+    loss_fn: Callable[[Tensor, Tensor], Tensor], example_kwargs: Mapping[str, Tensor],
     chunk_size: int | None,
 ) -> tuple[dict[str, Tensor], Tensor]:
-    """:func:`per_sample_gradient_dict` for a model with ``forward_per_sample``: each example
+    """:func:`per_example_gradient_dict` for a model with ``forward_per_example``: each example
     gets its own leaf copy of the parameters, and d(sum_i loss_i) / d(copy_i) is example i's
     gradient because loss_i reads copy i alone."""
     step = x.shape[0] if chunk_size is None else require_positive_int("chunk_size", chunk_size)
@@ -116,9 +116,9 @@ def _expanded_weights_gradients(
         xb, yb = x[start:start + step], y[start:start + step]
         copies = {name: p.expand(xb.shape[0], *p.shape).clone().requires_grad_(True)
                   for name, p in params.items()}
-        kwargs = {name: value[start:start + step] for name, value in sample_kwargs.items()}
+        kwargs = {name: value[start:start + step] for name, value in example_kwargs.items()}
         with torch.enable_grad():
-            chunk_losses = vmap(one)(model.forward_per_sample(xb, copies, **kwargs), yb)
+            chunk_losses = vmap(one)(model.forward_per_example(xb, copies, **kwargs), yb)
             chunk_grads = torch.autograd.grad(chunk_losses.sum(), list(copies.values()))
         for name, g in zip(copies, chunk_grads, strict=True):
             grads[name].append(g)
@@ -130,26 +130,27 @@ def _expanded_weights_gradients(
     return {name: torch.cat(parts) for name, parts in grads.items()}, torch.cat(losses)
 
 
-def per_sample_gradients(
+def per_example_gradients(
     model: nn.Module,
     x: Tensor,
     y: Tensor,
     *,
     loss_fn: Callable[[Tensor, Tensor], Tensor],
-    sample_kwargs: Mapping[str, Tensor] | None = None,
+    example_kwargs: Mapping[str, Tensor] | None = None,
     chunk_size: int | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """:func:`per_sample_gradient_dict` flattened: gradients ``(B, P)`` with the columns in
+    """:func:`per_example_gradient_dict` flattened: gradients ``(B, P)`` with the columns in
     ``model.named_parameters()`` order (trainable ones), and the losses ``(B,)``."""
-    grads, losses = per_sample_gradient_dict(model, x, y, loss_fn=loss_fn,
-                                             sample_kwargs=sample_kwargs, chunk_size=chunk_size)
+    grads, losses = per_example_gradient_dict(model, x, y, loss_fn=loss_fn,
+                                              example_kwargs=example_kwargs,
+                                              chunk_size=chunk_size)
     return torch.cat([g.reshape(x.shape[0], -1) for g in grads.values()], dim=1), losses
 
 
-def per_sample_gradients_loop(
+def per_example_gradients_loop(
     model: nn.Module, x: Tensor, y: Tensor, *, loss_fn: Callable[[Tensor, Tensor], Tensor]
 ) -> Tensor:
-    """The slow twin of :func:`per_sample_gradients`: one autograd call per sample."""
+    """The slow twin of :func:`per_example_gradients`: one autograd call per example."""
     params = [p for p in model.parameters() if p.requires_grad]
     rows = []
     for xi, yi in zip(x, y, strict=True):
@@ -159,7 +160,7 @@ def per_sample_gradients_loop(
 
 
 def clip_factors(norms: Tensor, clip: float | None) -> Tensor:
-    """min(1, C / ||g_i||) per sample (1 without clipping; 1 for a zero gradient)."""
+    """min(1, C / ||g_i||) per example (1 without clipping; 1 for a zero gradient)."""
     if clip is None:
         return torch.ones_like(norms)
     clip = require_in_range("clip", clip, low=0.0, hint="the clipping threshold C is > 0")
@@ -175,16 +176,16 @@ def clip_and_noise(
     denominator: float,
     generator: torch.Generator,
 ) -> tuple[dict[str, Tensor], float]:
-    """The privatised mean gradient of one batch, by name, and the fraction of samples clipped.
+    """The privatised mean gradient of one batch, by name, and the fraction of examples clipped.
 
-    ``(sum_i clip_C(g_i) + N(0, sigma^2 C^2 I)) / denominator``, where ``g_i`` is sample i's
+    ``(sum_i clip_C(g_i) + N(0, sigma^2 C^2 I)) / denominator``, where ``g_i`` is example i's
     gradient over every entry of ``grads`` (name -> ``(B, *shape)``) together, so the norm
-    that is clipped is the whole per-sample gradient's. ``grads`` None (an empty Poisson
+    that is clipped is the whole per-example gradient's. ``grads`` None (an empty Poisson
     batch) still releases the noise, shaped by ``shapes``. ``denominator`` is the expected batch
     size q N under Poisson sampling (as Opacus divides), the real size otherwise. Works on the
-    per-parameter tensors as they come, without a (B, P) copy. With a threshold, a sample whose
+    per-parameter tensors as they come, without a (B, P) copy. With a threshold, an example whose
     gradient is not finite (an overflow) is dropped, counted as clipped, so that the sum still
-    moves by at most C per sample.
+    moves by at most C per example.
     """
     if grads is None or next(iter(grads.values())).shape[0] == 0:
         total = {name: torch.zeros(shape) for name, shape in shapes.items()}
@@ -280,7 +281,7 @@ class DPSGDStrategy(StepStrategy):
              loss: Callable[[Tensor, Tensor], Tensor], noise: object | None = None) -> Tensor:
         params = dict(model.named_parameters())
         shapes = {name: p.shape for name, p in params.items() if p.requires_grad}
-        grads, losses = (None, None) if x.shape[0] == 0 else per_sample_gradient_dict(
+        grads, losses = (None, None) if x.shape[0] == 0 else per_example_gradient_dict(
             model, x, y, loss_fn=loss, chunk_size=self.chunk_size)
         update, clipped = clip_and_noise(
             grads, shapes=shapes, clip=self.clip, noise_multiplier=self.noise_multiplier,

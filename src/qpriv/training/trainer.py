@@ -148,7 +148,7 @@ class StepStrategy:
 
     The default draws a fresh random permutation each epoch, cut into batches of
     ``batch_size`` (the last one smaller), and takes one optimizer step per batch. Hooks for a
-    private strategy: :meth:`prepare` (wrap model and optimizer, e.g. for per-sample
+    private strategy: :meth:`prepare` (wrap model and optimizer, e.g. for per-example
     gradients), :meth:`batches` (e.g. Poisson sampling), :meth:`step` (clip, noise, step),
     :meth:`state_dict` / :meth:`load_state_dict` (e.g. an accountant's history or the
     strategy's own generators, for resume; raise :class:`InvalidInputError` for a state of

@@ -1,4 +1,6 @@
-"""Exact multinomial shot sampling: the guide-table sampler against the exact law."""
+"""Exact multinomial shot sampling against the exact law: the shots (the uniform split, the guide
+table) and the conditional binomials, each through :func:`sample_counts` (the ``method`` fixture
+picks which one draws)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,19 @@ import torch
 from scipy import stats
 
 from qpriv.errors import InvalidInputError
-from qpriv.quantum import frequencies, sample_counts
-from qpriv.quantum.shots import _ONE, _GuideTable, _thresholds
+from qpriv.quantum import frequencies, sample_counts, shots
+from qpriv.quantum.shots import _ONE, _draws_binomials, _GuideTable, _thresholds
 
 
-def test_counts_have_the_right_shape_dtype_and_total() -> None:
+@pytest.fixture(params=["shots", "binomials"])
+def method(request, monkeypatch) -> str:
+    """Which way :func:`sample_counts` draws in the test, whatever the rule would pick."""
+    monkeypatch.setattr(shots, "_draws_binomials", lambda probs, n_shots:
+                        request.param == "binomials")
+    return request.param
+
+
+def test_counts_have_the_right_shape_dtype_and_total(method: str) -> None:
     g = torch.Generator().manual_seed(0)
     q = torch.softmax(torch.randn(2, 3, 16, generator=g), dim=-1)
     counts = sample_counts(q, 100, generator=g)
@@ -63,7 +73,8 @@ def test_guide_table_inverts_the_cdf_exactly(n_outcomes: int, cells_per_outcome:
     "probs", [[0.1, 0.2, 0.3, 0.4], [0.97, 0.01, 0.01, 0.01], [0.0, 0.5, 0.0, 0.5],
               [0.24, 0.25, 0.25, 0.26], [0.25, 0.25, 0.25, 0.25]]
 )
-def test_small_counts_follow_the_exact_multinomial_law(probs: list[float], chi_square) -> None:
+def test_small_counts_follow_the_exact_multinomial_law(probs: list[float], chi_square,
+                                                       method: str) -> None:
     """Chi-square of 20000 draws of 3 shots against every composition's multinomial probability
     (the uniform split, with weights w = 0.4, 0.96 and 1, and inversion alone)."""
     g = torch.Generator().manual_seed(11)
@@ -95,7 +106,7 @@ def _sic_like(n_outcomes: int, g: torch.Generator, *, p: float) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("uniform_weight", [0.0, 0.95])
-def test_many_shot_counts_have_multinomial_moments(uniform_weight: float) -> None:
+def test_many_shot_counts_have_multinomial_moments(uniform_weight: float, method: str) -> None:
     """256 outcomes, 1024 shots: inversion alone (a softmax law, w near 0) and the uniform
     split (w = 0.95, the channel at the paper's eps = 0.1)."""
     g = torch.Generator().manual_seed(13)
@@ -114,18 +125,12 @@ def test_many_shot_counts_have_multinomial_moments(uniform_weight: float) -> Non
     assert float(block.var()) / (n_shots * q_block * (1 - q_block)) == pytest.approx(1, abs=0.1)
 
 
-@pytest.mark.parametrize("outcomes", [slice(0, 1), slice(0, 128), slice(40, 47)])
-def test_split_counts_of_outcome_blocks_follow_the_exact_binomial(outcomes: slice) -> None:
-    """Under the uniform split (w = 0.95, 256 outcomes, 1024 shots) the count of a block of
-    outcomes is exactly Binomial(1024, q_block): Pearson chi-square over 6000 draws."""
-    g = torch.Generator().manual_seed(17)
-    n_shots, draws = 1024, 6000
-    q = _sic_like(256, g, p=0.95)
-    counts = sample_counts(q.expand(draws, 256), n_shots, generator=g)[:, outcomes].sum(1)
-    law = stats.binom(n_shots, float(q[outcomes].sum()))
+def _binomial_p_value(counts: torch.Tensor, n_shots: int, q: float) -> float:
+    """Pearson chi-square p-value of draws ``counts`` (M,) against Binomial(n_shots, q), with
+    neighbouring values pooled until each cell expects at least 5."""
     observed = np.bincount(counts.numpy(), minlength=n_shots + 1).astype(float)
-    expected = law.pmf(np.arange(n_shots + 1)) * draws
-    cells, obs, exp = [], 0.0, 0.0  # pool neighbouring values until each cell expects >= 5
+    expected = stats.binom(n_shots, q).pmf(np.arange(n_shots + 1)) * counts.shape[0]
+    cells, obs, exp = [], 0.0, 0.0
     for o, e in zip(observed, expected, strict=True):
         obs, exp = obs + o, exp + e
         if exp >= 5:
@@ -134,16 +139,72 @@ def test_split_counts_of_outcome_blocks_follow_the_exact_binomial(outcomes: slic
     cells[-1] = (cells[-1][0] + obs, cells[-1][1] + exp)
     o_cells, e_cells = np.array(cells).T
     statistic = float(((o_cells - e_cells) ** 2 / e_cells).sum())
-    assert stats.chi2.sf(statistic, len(cells) - 1) > 1e-4
+    return float(stats.chi2.sf(statistic, len(cells) - 1))
 
 
-def test_zero_probability_outcomes_never_occur() -> None:
+@pytest.mark.parametrize("outcomes", [slice(0, 1), slice(0, 128), slice(40, 47)])
+def test_counts_of_outcome_blocks_follow_the_exact_binomial(outcomes: slice,
+                                                            method: str) -> None:
+    """With the uniform split's weights (w = 0.95, 256 outcomes, 1024 shots) the count of a
+    block of outcomes is exactly Binomial(1024, q_block): Pearson chi-square over 6000 draws."""
+    g = torch.Generator().manual_seed(17)
+    n_shots, draws = 1024, 6000
+    q = _sic_like(256, g, p=0.95)
+    counts = sample_counts(q.expand(draws, 256), n_shots, generator=g)[:, outcomes].sum(1)
+    assert _binomial_p_value(counts, n_shots, float(q[outcomes].sum())) > 1e-4
+
+
+def test_every_count_and_every_tail_follow_their_exact_binomials(method: str) -> None:
+    """Each count c_k is Binomial(N_s, q_k) and each tail c_k + ... + c_{K-1} is
+    Binomial(N_s, q_k + ... + q_{K-1}), by the means (z below 5) and the whole laws (Pearson
+    chi-square) of 20000 draws of 1024 shots from q = w u + (1 - w) r, w = 0.8 (the shots take
+    the uniform split). It catches a binomial drawn with a wrong probability. Tried, each
+    failing the z bound: a conditional binomial's q_k / (q_k + ... + q_{K-1}) off by 1 % of
+    itself at one outcome (k = 1, 3 or 6: z = 14 to 17), the split's residual weight 1 - w
+    off by 1 % (z = 9 and 12, on c_0, which holds most of r), the unconditional q_k, the tail
+    taken one outcome short, and the remainder given to the first outcome (z > 1000)."""
+    g = torch.Generator().manual_seed(19)
+    residual = torch.tensor([0.6, 0, 0.25, 0.05, 0, 0.1, 0, 0], dtype=torch.float64)
+    q = 0.8 / 8 + 0.2 * residual
+    n_shots, draws = 1024, 20000
+    counts = sample_counts(q.expand(draws, 8), n_shots, generator=g)
+    tails = counts.flip(1).cumsum(1).flip(1)
+    for observed, law, first in ((counts, q, 0), (tails, q.flip(0).cumsum(0).flip(0), 1)):
+        variance = n_shots * law * (1 - law) / draws
+        z = (observed[:, first:].double().mean(0) - n_shots * law[first:]) / variance[first:].sqrt()
+        assert float(z.abs().max()) < 5
+        for k in range(first, 8):  # the first tail is all the shots
+            assert _binomial_p_value(observed[:, k], n_shots, float(law[k])) > 1e-4, k
+
+
+def test_the_input_probabilities_are_left_as_they_were(method: str) -> None:
+    for probs in (torch.tensor([[0.2, 0.3, 0.5]], dtype=torch.float64),
+                  torch.full((3, 16), 1 / 16), torch.full((4, 2), 0.25).T):
+        kept = probs.clone()
+        sample_counts(probs, 2000, generator=torch.Generator().manual_seed(20))
+        assert torch.equal(probs, kept)
+
+
+def test_conditional_binomials_are_drawn_where_they_cost_less() -> None:
+    """Four shots an outcome (the paper's D = 16, 1024 shots) are drawn shot by shot; many
+    shots an outcome, or fewer outcomes, by conditional binomials; in between, binomials only
+    where the uniform split would not be used."""
+    uniform, sic = torch.full((3, 256), 1 / 256), _sic_like(256, torch.Generator(), p=0.95)
+    peaked = torch.softmax(torch.randn(3, 256, generator=torch.Generator().manual_seed(0)), 1)
+    assert not _draws_binomials(uniform, 1024)
+    assert _draws_binomials(uniform, 100_000)
+    assert _draws_binomials(torch.full((3, 16), 1 / 16), 1024)
+    assert not _draws_binomials(sic[None], 4096) and _draws_binomials(peaked, 4096)
+    assert _draws_binomials(torch.ones(2, 1), 1)
+
+
+def test_zero_probability_outcomes_never_occur(method: str) -> None:
     q = torch.tensor([0.0, 0.25, 0.0, 0.0, 0.75, 0.0], dtype=torch.float32).expand(500, 6)
     counts = sample_counts(q, 64, generator=torch.Generator().manual_seed(14))
     assert int(counts[:, [0, 2, 3, 5]].sum()) == 0
 
 
-def test_generator_advances_and_seeds_reproduce() -> None:
+def test_generator_advances_and_seeds_reproduce(method: str) -> None:
     q = torch.full((4, 16), 1 / 16)
     g = torch.Generator().manual_seed(15)
     first, second = sample_counts(q, 256, generator=g), sample_counts(q, 256, generator=g)
@@ -156,7 +217,7 @@ def test_generator_advances_and_seeds_reproduce() -> None:
     assert torch.equal(global_first, sample_counts(q, 256))
 
 
-def test_shots_and_rows_beyond_one_block_are_handled() -> None:
+def test_shots_and_rows_beyond_one_block_are_handled(method: str) -> None:
     g = torch.Generator().manual_seed(16)
     q = torch.tensor([0.2, 0.3, 0.5], dtype=torch.float64)
     many_shots = sample_counts(q[None], 600_001, generator=g)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -16,6 +17,7 @@ from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
 from qpriv.forecasting.windows import WindowDataset
+from qpriv.quantum.shots import _draws_binomials
 from qpriv.runs.files import (
     atomic_torch_save,
     atomic_write_json,
@@ -46,9 +48,10 @@ TRAIN, VAL, TEST = windows(100, 1), windows(50, 2), windows(50, 3)
 
 
 def make_trainer(tmp_path, *, epochs=3, method="ldpt", strategy=None,
-                 draw_ahead=True) -> Trainer:
+                 draw_ahead=True, n_shots=TINY.n_shots) -> Trainer:
     torch.manual_seed(0)
-    model = LDPTForecaster(setup_method(method, base=TINY, eps=0.5).config)
+    base = dataclasses.replace(TINY, n_shots=n_shots)
+    model = LDPTForecaster(setup_method(method, base=base, eps=0.5).config)
     config = ForecasterTrainConfig(epochs=epochs, batch_size=16, seed=11, progress=False,
                                    device="cpu", draw_ahead=draw_ahead)
     return Trainer(model, train=TRAIN, val=VAL, config=config, checkpoint_dir=tmp_path,
@@ -75,16 +78,21 @@ def without_timing(history):
     return [{k: v for k, v in h.items() if not k.endswith("seconds")} for h in history]
 
 
-def test_resume_continues_to_the_same_result(tmp_path, monkeypatch):
-    straight = make_trainer(tmp_path / "straight")
+@pytest.mark.parametrize("n_shots", [TINY.n_shots, 1024], ids=["shots", "binomials"])
+def test_resume_continues_to_the_same_result(tmp_path, monkeypatch, n_shots):
+    """Also with the counts drawn by conditional binomials (D = 4: 16 outcomes, 1024 shots),
+    which advance the same shot generator that the checkpoint holds."""
+    probs = torch.full((1, TINY.dim**2), TINY.dim**-2.0)
+    assert _draws_binomials(probs, n_shots) == (n_shots == 1024)
+    straight = make_trainer(tmp_path / "straight", n_shots=n_shots)
     result = straight.fit()
     expected_test = straight.evaluate(TEST)
 
-    kill_in_third_epoch(make_trainer(tmp_path / "resumed"), monkeypatch)
+    kill_in_third_epoch(make_trainer(tmp_path / "resumed", n_shots=n_shots), monkeypatch)
     assert load_checkpoint(tmp_path / "resumed" / "checkpoint.pt")["epoch"] == 2
 
     torch.manual_seed(123)  # a new process: other global state, other initial weights
-    resumed = make_trainer(tmp_path / "resumed")
+    resumed = make_trainer(tmp_path / "resumed", n_shots=n_shots)
     with torch.no_grad():
         for p in resumed.model.parameters():
             p.add_(1.0)

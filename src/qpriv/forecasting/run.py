@@ -80,6 +80,7 @@ from qpriv.training.trainer import (
     StepStrategy,
     TrainConfig,
     Trainer,
+    TrainResult,
 )
 
 DEFAULT_DELTA_PRIME = 1e-6
@@ -372,13 +373,17 @@ class _Plan:
 
     setup: MethodSetup
     train_config: ForecasterTrainConfig
-    recorded_train: dict
     delta: float
     secret: bool
 
     @property
     def epochs(self) -> int:
         return self.train_config.epochs
+
+    @property
+    def recorded_train(self) -> dict:
+        """The training configuration as the run records it: a secret seed is written nowhere."""
+        return self.train_config.as_dict() | ({"seed": None} if self.secret else {})
 
 
 def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq_len: int,
@@ -423,8 +428,7 @@ def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq
     if target is not None and target.spend is Spend.OVER_TRAINING:
         setup = rigorous_setup(setup, eps_total=target.eps, delta=delta,
                                epochs=train_config.epochs)
-    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret,
-                 recorded_train=train_config.as_dict() | ({"seed": None} if secret else {}))
+    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret)
 
 
 @dataclass(frozen=True)
@@ -433,9 +437,9 @@ class _Trained:
 
     model: LDPTForecaster
     trainer: Trainer
-    fit: Any
+    fit: TrainResult
     test: dict
-    by_channel: Any
+    by_channel: dict | None
 
 
 def _train(plan: _Plan, *, data: ForecastData, strategy: StepStrategy | None,

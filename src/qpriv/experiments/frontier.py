@@ -58,7 +58,15 @@ import pandas as pd
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import frontier_plot
-from qpriv.experiments.grid import TINY, Budget, Cell, CsvData, budget_stamp, mean_std
+from qpriv.experiments.grid import (
+    TINY,
+    Budget,
+    Cell,
+    CsvData,
+    budget_stamp,
+    data_arguments,
+    mean_std,
+)
 from qpriv.experiments.runner import cell_cores, cell_dir, resolve_budget, run_cell
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat
@@ -299,9 +307,8 @@ def check_task(series: Sequence[Series], *, dataset: str, horizon: int, budget: 
     """
     seq_len = max(linear_settings(budget)["seq_len"] if s.family == LINEAR else budget.seq_len
                   for s in series)
-    data = {"data_dir": data_dir} if csv is None else csv.run_kwargs()
     load_forecasting_data(dataset, seq_len=seq_len, horizon=horizon, max_train_windows=1,
-                          max_eval_windows=1, **data)
+                          max_eval_windows=1, **data_arguments(csv, data_dir=data_dir))
 
 
 def make_out_folder(out_dir: str | Path) -> Path:
@@ -367,10 +374,10 @@ def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Pa
     fix = f"delete {run_dir} and run again to recompute this cell"
 
     def fit() -> dict:
-        data = {"data_dir": data_dir} if csv is None else csv.run_kwargs()
         return run_forecast(dataset=cell.dataset, horizon=cell.horizon, method=cell.method,
                             eps=cell.eps, seed=cell.seed, unit=unit, out_dir=run_dir,
-                            progress=False, threads=threads, **data, **settings)
+                            progress=False, threads=threads,
+                            **data_arguments(csv, data_dir=data_dir), **settings)
 
     def same(kept: dict) -> bool:
         return kept.get("seq_len") == settings["seq_len"] and kept.get("unit") == unit

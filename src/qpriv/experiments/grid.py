@@ -11,6 +11,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from qpriv.forecasting.csv_input import CsvFormat
@@ -61,10 +62,15 @@ class CsvData:
     columns: tuple[str, ...] | None = None
     fmt: CsvFormat | None = None
 
-    def run_kwargs(self) -> dict[str, Any]:
-        """The data arguments of :func:`qpriv.forecasting.run.run_forecast`."""
-        return {"csv": self.path, "csv_format": self.fmt,
-                "columns": None if self.columns is None else list(self.columns)}
+
+def data_arguments(csv: CsvData | None, *, data_dir: str | Path | None) -> dict[str, Any]:
+    """The data arguments of a grid's cell for :func:`qpriv.forecasting.run.run_forecast` (and
+    :func:`qpriv.forecasting.windows.load_forecasting_data`): the named dataset, found from
+    ``data_dir``, or the user's file ``csv`` (``data_dir`` is then not used)."""
+    if csv is None:
+        return {"data_dir": data_dir}
+    return {"csv": csv.path, "csv_format": csv.fmt,
+            "columns": None if csv.columns is None else list(csv.columns)}
 
 
 @dataclass(frozen=True)

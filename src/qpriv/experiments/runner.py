@@ -26,7 +26,15 @@ from qpriv.audits.mia import mia_on_run
 from qpriv.errors import ArgumentError, InvalidInputError, require_positive_int
 from qpriv.experiments.executors import FAILED, CellJob, Fingerprint, make_executor
 from qpriv.experiments.figures import FIGURES
-from qpriv.experiments.grid import BUDGETS, Budget, Cell, CsvData, Experiment, mean_std
+from qpriv.experiments.grid import (
+    BUDGETS,
+    Budget,
+    Cell,
+    CsvData,
+    Experiment,
+    data_arguments,
+    mean_std,
+)
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.forecasting.config import ModelConfig
@@ -229,8 +237,7 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
             max_eval_windows=budget.max_eval_windows, seq_len=budget.seq_len,
             overrides=overrides or None, out_dir=run_dir,
             resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
-            data_dir=data_dir, threads=threads, rigorous=budget.rigorous,
-            **({} if csv is None else csv.run_kwargs()),
+            threads=threads, rigorous=budget.rigorous, **data_arguments(csv, data_dir=data_dir),
         )
 
     cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),

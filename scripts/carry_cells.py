@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from qpriv.errors import InvalidInputError, QprivError
-from qpriv.experiments.qml import RUN_DIR as QML_DIR
+from qpriv.experiments.qml_runs import RUN_DIR as QML_DIR
 from qpriv.forecasting.datasets import DATASETS, locate_dataset
 from qpriv.runs.files import (
     atomic_write_bytes,

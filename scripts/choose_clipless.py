@@ -5,7 +5,7 @@ Every (tau, lr) of the grid trains 15 epochs at |B| = 64, seed 2024, with SGD (t
 optimiser), the public bounds X = 16 and B = 1, without noise and at eps 1 and 10 (delta 1e-5);
 the choice is the pair with the best mean validation accuracy over the three (ties to the
 smaller rate). The test split is not read. The library's constants are the choice:
-``qpriv.classification.request.ANALYTIC_TAU`` and ``qpriv.experiments.qml.CLIPLESS_LR``.
+``qpriv.classification.request.ANALYTIC_TAU`` and ``qpriv.experiments.qml_protocol.CLIPLESS_LR``.
 
     python scripts/choose_clipless.py            # about 2 minutes on one core
 """
@@ -20,7 +20,7 @@ import numpy as np
 from qpriv.classification.data import VALIDATION_FRACTION
 from qpriv.classification.request import ANALYTIC_DEFAULTS
 from qpriv.classification.run import train_classifier
-from qpriv.experiments.qml import OPTIMIZER, PROTOCOLS
+from qpriv.experiments.qml_protocol import OPTIMIZER, PROTOCOLS
 from qpriv.privacy.budget import CLASSIFIER_DELTA
 
 TAUS = (0.5, 1.0, 2.0)

@@ -18,10 +18,10 @@ import pytest
 ray = pytest.importorskip(
     "ray", reason="Ray is not installed: pip install 'qpriv[ray]' (make test installs it)")
 
-from qpriv.experiments import qml  # noqa: E402 (after the skip)
+from qpriv.experiments import qml_runs  # noqa: E402 (after the skip)
 from qpriv.experiments.executors import DONE, CellJob, Fingerprint, make_executor  # noqa: E402
 from qpriv.experiments.grid import TINY  # noqa: E402
-from qpriv.experiments.qml import PROTOCOLS, Run  # noqa: E402
+from qpriv.experiments.qml_protocol import PROTOCOLS, Run  # noqa: E402
 from qpriv.experiments.ray_executor import run_cell_task  # noqa: E402
 from qpriv.experiments.runner import run_experiment  # noqa: E402
 from qpriv.runs.directory import write_run_files  # noqa: E402
@@ -30,7 +30,7 @@ PLAN = PROTOCOLS["tiny"]
 
 
 def _job(run: Run, out_dir: Path) -> CellJob:
-    return qml.run_job(run, plan=PLAN, out_dir=out_dir)
+    return qml_runs.run_job(run, plan=PLAN, out_dir=out_dir)
 
 
 def test_one_local_ray_serves_every_batch_and_none_starts_for_kept_runs(tmp_path):
@@ -85,8 +85,8 @@ def test_a_classifier_figure_runs_its_runs_as_tasks_with_the_local_numbers(tmp_p
 
 def test_a_run_on_another_node_sends_only_its_own_file_back(tmp_path, local_ray):
     node = tmp_path / "node"
-    (node / qml.RUN_DIR).mkdir(parents=True)
-    (node / qml.RUN_DIR / "another-run.json").write_text("{}")  # a folder many runs share
+    (node / qml_runs.RUN_DIR).mkdir(parents=True)
+    (node / qml_runs.RUN_DIR / "another-run.json").write_text("{}")  # a folder many runs share
     run = Run(model="mlp", clip=1.5, batch=64, seed=2024, lr=0.3)
     job = _job(run, node)
     # as if the driver ran on another node: the task sends the run's one file
@@ -96,7 +96,7 @@ def test_a_run_on_another_node_sends_only_its_own_file_back(tmp_path, local_ray)
     name = f"{run.key(PLAN)}.json"
     assert list(answer["files"]) == [name]
     assert json.loads(answer["files"][name])["accuracy"] == answer["value"]["accuracy"]
-    here = tmp_path / "driver" / qml.RUN_DIR
+    here = tmp_path / "driver" / qml_runs.RUN_DIR
     assert write_run_files(here, answer["files"], last=name) is True
     again = _job(run, tmp_path / "driver")  # the driver's copy is a finished run
     assert again.finished and again.work(progress=False)["accuracy"] == \

@@ -294,7 +294,7 @@ def test_table_notes_name_only_the_columns_present_and_round_to_four_digits():
 def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
     import io
 
-    from qpriv.experiments import figures, qml
+    from qpriv.experiments import figures, qml_protocol
     from qpriv.experiments.grid import QUICK, budget_stamp
 
     rows = [{"method": "classical", "eps": None, "mse": 0.33, "paper_mse": 0.325},
@@ -317,9 +317,9 @@ def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
     assert [a.get_yscale() for a in horizon.axes] == ["log"]
     assert stamp in [t.get_text() for t in horizon.texts]
     # the classifier figures say their own budget: epochs and seeds, not windows
-    assert qml.budget_stamp(QUICK) == ("budget quick: 15 epochs (10 on images), 2 seeds, "
-                                       "rates untuned")
-    assert experiment("qml-figure7").stamp(QUICK) == qml.budget_stamp(QUICK)
+    assert qml_protocol.budget_stamp(QUICK) == ("budget quick: 15 epochs (10 on images), 2 seeds, "
+                                                "rates untuned")
+    assert experiment("qml-figure7").stamp(QUICK) == qml_protocol.budget_stamp(QUICK)
     assert experiment("figure3").stamp(QUICK) == stamp
 
 

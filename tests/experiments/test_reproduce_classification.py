@@ -17,11 +17,12 @@ from qpriv.classification import run as classifier_run
 from qpriv.classification.data import synthetic_recipe_digest
 from qpriv.classification.tuning import lr_grid
 from qpriv.errors import InvalidInputError, QprivError
-from qpriv.experiments import qml
+from qpriv.experiments import qml_protocol, qml_rows, qml_runs
 from qpriv.experiments.executors import CellOutcome
 from qpriv.experiments.figures import qml_accuracy_vs_clip, qml_accuracy_vs_clip_panel
 from qpriv.experiments.grid import FULL, TINY, Budget, mean_std
-from qpriv.experiments.qml import PROTOCOLS, Run, grid_size
+from qpriv.experiments.qml_protocol import PROTOCOLS, Run
+from qpriv.experiments.qml_rows import grid_size
 from qpriv.experiments.registry import EXPERIMENTS
 from qpriv.experiments.runner import run_experiment
 
@@ -88,7 +89,7 @@ def test_every_run_is_on_disk_once_and_a_second_run_trains_nothing(reports, monk
     def refuse(**kwargs):
         raise AssertionError(f"retrained {kwargs['model']}")
 
-    monkeypatch.setattr(qml, "train_classifier", refuse)
+    monkeypatch.setattr(qml_runs, "train_classifier", refuse)
     for experiment_id in QML_IDS:
         again = run_experiment(experiment_id, budget=TINY, out_dir=out, progress=False)
         assert json.dumps(again.rows) == json.dumps(made[experiment_id].rows)
@@ -160,9 +161,9 @@ def test_mean_std_and_bad_budgets():
     assert mean_std([5.0]) == (5.0, None)
     assert mean_std([]) == (None, None)
     with pytest.raises(InvalidInputError, match="budget 'huge' has no classifier protocol"):
-        qml.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
+        qml_rows.figure2(budget=Budget("huge"), seeds=[1], out_dir=".", progress=False)
     with pytest.raises(InvalidInputError, match="no seeds given"):
-        qml.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)
+        qml_rows.figure2(budget=TINY, seeds=[], out_dir=".", progress=False)
 
 
 def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
@@ -171,12 +172,12 @@ def test_each_configuration_takes_the_rate_its_stored_trials_chose(reports):
     out, made = reports
     plan = PROTOCOLS["tiny"]
     for row in made["qml-figure2"].rows:
-        base = (qml.CLIPLESS_LR if row["clip"] == "analytic"
-                else qml.LEARNING_RATES[row["model"]])
+        base = (qml_protocol.CLIPLESS_LR if row["clip"] == "analytic"
+                else qml_protocol.LEARNING_RATES[row["model"]])
         accuracy = {}
         for lr in (0.3 * base, base):
             trial = Run(model=row["model"], clip=row["clip"], batch=row["batch"],
-                        seed=qml.TUNING_SEED, lr=lr, validation=True)
+                        seed=qml_protocol.TUNING_SEED, lr=lr, validation=True)
             stored = json.loads((out / "cells" / "tiny" / "qml" / f"{trial.key(plan)}.json")
                                 .read_text())
             assert stored["evaluated_on"] == "validation"
@@ -192,7 +193,7 @@ def test_a_damaged_run_file_is_trained_again_with_a_notice(tmp_path, capsys):
     path = tmp_path / "qml" / f"{run.key(plan)}.json"
     path.parent.mkdir()
     path.write_text('{"accuracy": 0.9, "hist')  # cut short by something outside qpriv
-    result = qml.finished_run(run, plan=plan, out_dir=tmp_path, progress=False)
+    result = qml_runs.finished_run(run, plan=plan, out_dir=tmp_path, progress=False)
     assert f"cannot read {path}: the file is damaged" in capsys.readouterr().err
     assert json.loads(path.read_text())["accuracy"] == result["accuracy"]
     assert len(result["history"]) == plan.epochs
@@ -225,27 +226,27 @@ class _Recording:
 def test_an_executor_gets_the_trials_first_then_each_run_once_at_its_tuned_rate(tmp_path):
     plan = PROTOCOLS["tiny"]
     runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
-    local = qml.run_all(runs, plan=plan, out_dir=tmp_path / "local", progress=False)
-    trials = qml.tuning_trials(runs[0], plan)
+    local = qml_runs.run_all(runs, plan=plan, out_dir=tmp_path / "local", progress=False)
+    trials = qml_runs.tuning_trials(runs[0], plan)
 
     handed = _Recording()
-    results = qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
-                          executor=handed)
+    results = qml_runs.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
+                               executor=handed)
     # the trials first (their rate is read before the runs are handed out), each once,
     # though both seeds share them
     tuned = [replace(run, lr=local[0]["request"]["lr"]) for run in runs]
     assert handed.trained == [t.key(plan) for t in trials] + [r.key(plan) for r in tuned]
     for mine, theirs in zip(local, results, strict=True):
         assert theirs["accuracy"] == mine["accuracy"] and theirs["lr_tuning"] == mine["lr_tuning"]
-    assert "lr_tuning" in json.loads(qml.run_path(tuned[0], plan=plan,
-                                                  out_dir=tmp_path / "handed").read_text())
+    assert "lr_tuning" in json.loads(qml_runs.run_path(tuned[0], plan=plan,
+                                                       out_dir=tmp_path / "handed").read_text())
     again = _Recording()  # everything is kept now: nothing is handed out
-    assert qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
-                       executor=again) == results
+    assert qml_runs.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False,
+                            executor=again) == results
     assert again.trained == []
-    damaged = qml.run_path(tuned[1], plan=plan, out_dir=tmp_path / "handed")
+    damaged = qml_runs.run_path(tuned[1], plan=plan, out_dir=tmp_path / "handed")
     damaged.write_text('{"accuracy": 0.9, "hist')  # a damaged run is handed out again
-    qml.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False, executor=again)
+    qml_runs.run_all(runs, plan=plan, out_dir=tmp_path / "handed", progress=False, executor=again)
     assert again.trained == [tuned[1].key(plan)]
 
 
@@ -253,22 +254,22 @@ def test_a_failed_run_is_named_after_the_others_are_kept(tmp_path):
     plan = PROTOCOLS["tiny"]
     runs = [Run(model="mlp", clip=1.5, batch=64, seed=s) for s in (2024, 2025)]
     other = Run(model="mlp", clip=10.0, batch=64, seed=2024)  # another configuration
-    rate = qml.tuned_rate(runs[0], plan=plan, out_dir=tmp_path / "a", progress=False)["lr"]
+    rate = qml_runs.tuned_rate(runs[0], plan=plan, out_dir=tmp_path / "a", progress=False)["lr"]
     first = replace(runs[0], lr=rate).key(plan)
     with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {first}: "
                                          "RuntimeError: lost; the others are kept"):
-        qml.run_all(runs, plan=plan, out_dir=tmp_path / "a", progress=False,
-                    executor=_Recording(fail=frozenset({first})))
+        qml_runs.run_all(runs, plan=plan, out_dir=tmp_path / "a", progress=False,
+                         executor=_Recording(fail=frozenset({first})))
     kept = {p.stem for p in (tmp_path / "a" / "qml").iterdir()}
     assert replace(runs[1], lr=rate).key(plan) in kept and first not in kept
 
     # a failed rate trial: its configuration's runs wait, the other configuration trains
-    trial = qml.tuning_trials(runs[0], plan)[0].key(plan)
+    trial = qml_runs.tuning_trials(runs[0], plan)[0].key(plan)
     failing = _Recording(fail=frozenset({trial}))
     with pytest.raises(QprivError, match=rf"^1 classifier runs failed, the first {trial}: "
                                          "RuntimeError: lost; 2 runs wait on a failed rate"):
-        qml.run_all([*runs, other], plan=plan, out_dir=tmp_path / "b", progress=False,
-                    executor=failing)
+        qml_runs.run_all([*runs, other], plan=plan, out_dir=tmp_path / "b", progress=False,
+                         executor=failing)
     kept = {p.stem for p in (tmp_path / "b" / "qml").iterdir()}
     assert not any(key.endswith(("-s2024", "-s2025")) and "C1.5" in key and "val" not in key
                    for key in kept)
@@ -286,12 +287,12 @@ def test_rows_average_over_seeds_and_keep_each_seeds_values_with_it():
     # two seeds: the tiny budget has one, so no figure test sees the averaging
     first = _hand_result(0.6, [{"clip_probability": 0.2}, {"clip_probability": 0.4}])
     second = _hand_result(0.8, [{"clip_probability": 0.6}, {"clip_probability": 0.8}])
-    (row,) = qml.final_rows({("mlp",): [first, second]}, keys=("model",),
-                            metrics=("clip_probability",))
+    (row,) = qml_rows.final_rows({("mlp",): [first, second]}, keys=("model",),
+                                 metrics=("clip_probability",))
     assert row["seeds"] == 2 and row["accuracy"] == pytest.approx(0.7)
     assert row["accuracy_std"] == pytest.approx(math.sqrt(0.02))
     assert row["clip_probability"] == pytest.approx(0.6)  # the final epochs' 0.4 and 0.8
-    rows = qml.epoch_rows(
+    rows = qml_rows.epoch_rows(
         [first, second], fixed={"variant": "x"}, metrics=("clip_probability", "distance"),
         extra=[{"distance": [1.0, 2.0]}, {"distance": [3.0, 6.0]}])
     assert [r["clip_probability"] for r in rows] == pytest.approx([0.4, 0.6])
@@ -311,9 +312,9 @@ def test_the_deep_dive_checks_every_seeds_every_epoch_against_the_bound(tmp_path
                             "gradient_bound": {"per_example_norm_bound": bound}})
         return results
 
-    monkeypatch.setattr(qml, "run_all", fake_run_all)
-    rows = qml.deep_dive(budget=FULL, seeds=[2024, 2025], out_dir=tmp_path,
-                                    progress=False, metrics=("max_example_norm",))  # 2 seeds
+    monkeypatch.setattr(qml_rows, "run_all", fake_run_all)
+    rows = qml_rows.deep_dive(budget=FULL, seeds=[2024, 2025], out_dir=tmp_path,
+                              progress=False, metrics=("max_example_norm",))  # 2 seeds
     quantum = {r["within_bound"] for r in rows if r["model"] == "quantum"}
     assert quantum == {False}
 
@@ -326,13 +327,13 @@ def test_tuning_trials_run_at_the_tuning_seed_whatever_the_runs_seed(tmp_path, m
         return {"accuracy": 0.5, "evaluated_on": "validation" if kwargs.get("validation")
                 else "test", "seconds": 0.0, "history": [{}]}
 
-    monkeypatch.setattr(qml, "train_classifier", record)
+    monkeypatch.setattr(qml_runs, "train_classifier", record)
     plan = PROTOCOLS["tiny"]
-    qml.finished_run(Run(model="mlp", clip=1.5, batch=64, seed=2031), plan=plan,
-                     out_dir=tmp_path, progress=False)
+    qml_runs.finished_run(Run(model="mlp", clip=1.5, batch=64, seed=2031), plan=plan,
+                          out_dir=tmp_path, progress=False)
     trials = [c for c in calls if c.get("validation")]
     assert len(trials) == len(plan.lr_factors)
-    assert {c["seed"] for c in trials} == {qml.TUNING_SEED}
+    assert {c["seed"] for c in trials} == {qml_protocol.TUNING_SEED}
     assert [c["seed"] for c in calls if not c.get("validation")] == [2031]
 
 
@@ -345,9 +346,9 @@ def test_the_unclipped_twins_train_at_the_rate_tuned_for_the_clipped_runs(tmp_pa
         return [{"history": [{"train_loss": 1.0, "alignment": 1.0}],
                  "request": {"lr": run.lr if run.lr is not None else tuned}} for run in runs]
 
-    monkeypatch.setattr(qml, "run_all", fake_run_all)
-    rows = qml.deep_dive(budget=FULL, seeds=[2024], out_dir=tmp_path,
-                                    progress=False, metrics=("alignment",))
+    monkeypatch.setattr(qml_rows, "run_all", fake_run_all)
+    rows = qml_rows.deep_dive(budget=FULL, seeds=[2024], out_dir=tmp_path,
+                              progress=False, metrics=("alignment",))
     twins = {run.model: run.lr for run in asked if run.clip is None}
     assert twins == {"mlp": 0.123, "quantum": 0.456}
     assert all(run.lr is None for run in asked if run.clip is not None)  # tuned per config
@@ -371,7 +372,7 @@ def test_the_clipless_row_is_in_both_grids_once_per_panel_without_a_c(reports, e
     assert {r[by] for r in clipless} == {r[by] for r in rows} and len(clipless) == len(
         {r[by] for r in rows})
     for row in clipless:
-        assert row["model"] == "lipschitz" and row["lr"] == qml.CLIPLESS_LR
+        assert row["model"] == "lipschitz" and row["lr"] == qml_protocol.CLIPLESS_LR
         # nothing is clipped: the noise (Figure 7) is scaled by the analytic bound instead
         assert row["sensitivity"] == pytest.approx(CLIPLESS_DELTA)
         assert row["clip_probability"] == 0.0 and row["clipping_bias_norm"] == 0.0
@@ -385,8 +386,9 @@ def test_the_clipless_row_is_in_both_grids_once_per_panel_without_a_c(reports, e
 
 def test_every_key_of_figures_2_and_7_is_unique_and_names_the_clipless_mode():
     plan = PROTOCOLS["full"]
-    runs = qml.figure2_runs(plan, range(2024, 2034)) + qml.figure7_runs(plan, range(2024, 2034))
-    trials = [replace(r, seed=qml.TUNING_SEED, lr=lr, validation=True) for r in runs
+    seeds = range(2024, 2034)
+    runs = qml_rows.figure2_runs(plan, seeds) + qml_rows.figure7_runs(plan, seeds)
+    trials = [replace(r, seed=qml_protocol.TUNING_SEED, lr=lr, validation=True) for r in runs
               for lr in lr_grid(r.base_rate, plan.lr_factors)]
     keys = [r.key(plan) for r in runs]
     assert len(set(keys)) == len(keys) == 2 * (3 * 5 + 1) * 3 * 10
@@ -397,7 +399,7 @@ def test_every_key_of_figures_2_and_7_is_unique_and_names_the_clipless_mode():
     assert clipless[0].key(plan) == (
         f"synthetic{synthetic_recipe_digest()}-lipschitz-Canalytic-B32-noeps-E100-sgd0.01-"
         "h32x32-tau2-X16-B1-s2024")
-    assert {r.clip for r in runs if not r.clipless} == set(qml.CLIPS)
+    assert {r.clip for r in runs if not r.clipless} == set(qml_protocol.CLIPS)
     # the clipless row tunes around its own base rate, the numbered Lipschitz rows around theirs
     assert Run(model="lipschitz", clip="analytic", batch=64, seed=1).base_rate == 0.01
     assert Run(model="lipschitz", clip=1.5, batch=64, seed=1).base_rate == 0.3
@@ -436,6 +438,7 @@ def test_a_clipless_row_without_a_c_takes_no_clipping_loss():
             {"model": "mlp", "clip": 10.0, "eps": 1.0, "accuracy": 0.8},
             {"model": "lipschitz", "clip": 1.0, "eps": 1.0, "accuracy": 0.6},
             {"model": "lipschitz", "clip": "analytic", "eps": 1.0, "accuracy": 0.9}]
-    losses = [r["accuracy_loss_vs_largest_c"] for r in qml.add_clipping_loss(rows, by=("eps",))]
+    losses = [r["accuracy_loss_vs_largest_c"]
+              for r in qml_rows.add_clipping_loss(rows, by=("eps",))]
     # the numbered Lipschitz row is its own largest C; the clipless row is never compared
     assert losses == [pytest.approx(0.1), 0.0, 0.0, None]

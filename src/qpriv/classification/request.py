@@ -44,7 +44,7 @@ the training data outside the guarantee, and a run's claim says so
 it."""
 ANALYTIC_TAU = 2.0
 """The logit temperature of ``clip="analytic"``, chosen together with the SGD base rate
-:data:`qpriv.experiments.qml.CLIPLESS_LR` on the validation share of the training split
+:data:`qpriv.experiments.qml_protocol.CLIPLESS_LR` on the validation share of the training split
 (``scripts/choose_clipless.py``: tau 0.5 / 1 / 2 x lr 0.003 ... 0.1, 15 epochs, |B| 64, seed
 2024, no noise and eps 1 and 10): the best mean validation accuracy, 0.861, is tau 2 at lr 0.01
 (tau 0.5: 0.854 at lr 0.003; tau 1: 0.848 at lr 0.003)."""

@@ -2,7 +2,7 @@
 
 :mod:`qpriv.experiments.registry` declares every table and figure with these; the runner
 (:mod:`qpriv.experiments.runner`) and the tables that compute their own rows
-(:mod:`qpriv.experiments.computed`, :mod:`qpriv.experiments.qml`) read them.
+(:mod:`qpriv.experiments.computed`, :mod:`qpriv.experiments.qml_rows`) read them.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from qpriv.errors import InvalidInputError
-from qpriv.experiments import computed, qml
+from qpriv.experiments import computed, qml_protocol, qml_rows
 from qpriv.experiments.grid import (
     PAPER_EPS,
     PAPER_HORIZONS,
@@ -163,7 +163,7 @@ register(Experiment("figure4", "MSE across horizons at eps = 0.1, both datasets"
 
 
 # -- the private-training paper: Figures 2-10 -------------------------------------------------
-# Grids of classifier runs computed in qpriv.experiments.qml;
+# Grids of classifier runs computed in qpriv.experiments.qml_rows;
 # Figure 9 is a schematic with no data, so nothing is registered for it. The paper prints no
 # numbers for its figures: paper="" (no paper_* columns). full_hours: measured on 2 busy CPU
 # cores at 1 thread (seconds per epoch of the quick runs, times the full grid), plus the full
@@ -174,9 +174,9 @@ def _register_qml(number: int, title: str, figure: str, full_hours: float,
                   quick_minutes: float = 5.0) -> None:
     experiment_id = f"qml-figure{number}"
     register(Experiment(experiment_id, f"Private training, Figure {number}: {title}", paper="",
-                        compute=qml.COMPUTE[experiment_id], figure=figure, seeds=QML_SEEDS,
+                        compute=qml_rows.COMPUTE[experiment_id], figure=figure, seeds=QML_SEEDS,
                         full_hours=full_hours, quick_minutes=quick_minutes,
-                        stamp=qml.budget_stamp, distributes=True))
+                        stamp=qml_protocol.budget_stamp, distributes=True))
 
 
 _register_qml(2, "test accuracy vs. C and |B|, clipping only (MLP, Lipschitz, quantum; "

@@ -16,27 +16,31 @@ import pytest
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import figures, frontier, grid, runner
-from qpriv.experiments.frontier import (
+from qpriv.experiments.frontier import run_frontier
+from qpriv.experiments.frontier_plan import (
     COVERS,
     FEATURE_PATH,
     FLOOR,
     NON_PRIVATE,
     OTHER_UNIT,
+    frontier_cell,
+    linear_settings,
+    plan,
+    role_of,
+)
+from qpriv.experiments.frontier_render import frontier_stamp
+from qpriv.experiments.frontier_rows import (
     SCALER_CLEAR,
     SCALER_DECLARED,
     SCALER_NO_DATA,
     SCALER_NOT_PRIVATE,
     SCALER_PER_WINDOW,
     SCALER_PRIVATE,
-    frontier_cell,
-    linear_settings,
-    plan,
     reading,
-    role_of,
-    run_frontier,
     scaler_of,
 )
 from qpriv.experiments.grid import FULL, QUICK, TINY
+from qpriv.forecasting.datasets import file_sha256
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -286,7 +290,7 @@ def test_the_figure_has_one_log_axis_labelled_points_and_its_budget():
     rows = [row("dp-linear", 0.1, 0.338, True), row("dp-linear", 1.0, 0.326, True),
             row("dpsgd", 0.1, 0.89, False), row("public", None, 0.337, True)]
     buffer = io.BytesIO()
-    stamp = frontier.frontier_stamp(QUICK)
+    stamp = frontier_stamp(QUICK)
     fig = figures.frontier_plot(rows, title="t", stamp=stamp, out=buffer)
     assert buffer.getvalue()[:4] == b"\x89PNG"
     # one panel (no split y-axis): the covering lines and DP-SGD share a log axis
@@ -329,11 +333,11 @@ def test_a_figure_of_only_failed_cells_says_so_without_a_warning(recwarn):
 
 def test_the_budget_line_names_only_the_families_on_the_frontier():
     backbone = "budget full: the method's epochs (20), every training window, every evaluation "
-    assert frontier.frontier_stamp(FULL, methods=["dp-linear", "public", "ridge"]) == (
+    assert frontier_stamp(FULL, methods=["dp-linear", "public", "ridge"]) == (
         "budget full: linear family: L = 336, every training window")
-    assert frontier.frontier_stamp(FULL, methods=["ldpt", "classical"]).startswith(backbone)
-    assert "linear family" not in frontier.frontier_stamp(FULL, methods=["ldpt", "classical"])
-    both = frontier.frontier_stamp(FULL, methods=["dp-linear", "dpsgd"])
+    assert frontier_stamp(FULL, methods=["ldpt", "classical"]).startswith(backbone)
+    assert "linear family" not in frontier_stamp(FULL, methods=["ldpt", "classical"])
+    both = frontier_stamp(FULL, methods=["dp-linear", "dpsgd"])
     assert both.startswith(backbone) and both.endswith("linear family: L = 336, every "
                                                        "training window")
 
@@ -366,7 +370,7 @@ def test_the_frontier_of_a_users_own_csv(tmp_path, capsys):
     rows = {row["method"]: row for row in report["rows"]}
     assert sorted(rows) == ["dp-linear", "public", "ridge"]  # CSV_METHODS, seconds in all
     assert rows["dp-linear"]["n_seeds"] == 2 and rows["dp-linear"]["claim_unit"] == "record"
-    digest = frontier.file_sha256(csv)[:8]
+    digest = file_sha256(csv)[:8]
     folder = out / f"meters-{digest}-H7-record" / "full"
     assert (folder / "frontier.csv").is_file() and (folder / "report.html").is_file()
     # the cells read the file: ridge on it equals ridge trained on it with `train`
@@ -378,4 +382,4 @@ def test_the_frontier_of_a_users_own_csv(tmp_path, capsys):
     assert main(argv) == 0
     again = {row["method"]: row for row in _last_json(capsys)["rows"]}
     assert again["ridge"]["mse_mean"] != rows["ridge"]["mse_mean"]
-    assert (out / f"meters-{frontier.file_sha256(csv)[:8]}-H7-record").is_dir()
+    assert (out / f"meters-{file_sha256(csv)[:8]}-H7-record").is_dir()

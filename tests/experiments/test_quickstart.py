@@ -11,7 +11,7 @@ import pytest
 
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import quickstart as quick
-from qpriv.experiments.frontier import frontier_jobs, plan
+from qpriv.experiments.frontier_plan import frontier_jobs, plan
 from qpriv.experiments.grid import QUICK
 from qpriv.experiments.runner import cell_dir
 

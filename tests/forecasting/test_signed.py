@@ -12,7 +12,8 @@ import torch
 
 from qpriv.audits.paper import run_audits
 from qpriv.errors import InvalidInputError
-from qpriv.experiments.frontier import FEATURE_PATH, run_frontier
+from qpriv.experiments.frontier import run_frontier
+from qpriv.experiments.frontier_plan import FEATURE_PATH
 from qpriv.experiments.grid import TINY as TINY_BUDGET
 from qpriv.forecasting import rigorous
 from qpriv.forecasting.config import ModelConfig

@@ -23,7 +23,7 @@ import torch
 import qpriv
 from qpriv.cli import main
 from qpriv.errors import ArgumentError, InvalidInputError
-from qpriv.experiments import frontier
+from qpriv.experiments import frontier_plan, frontier_rows
 from qpriv.experiments.report_sections import FRONTIER, QUICKSTART, REPRODUCE
 from qpriv.forecasting import datasets
 from qpriv.forecasting.artifacts import load_run
@@ -129,7 +129,7 @@ def _classifier_run(where: Path) -> Path:
 
 def _frontier_folder(where: Path) -> Path:
     rows = [
-        {"method": "dp-linear", "eps": 1.0, "unit": "record", "role": frontier.COVERS,
+        {"method": "dp-linear", "eps": 1.0, "unit": "record", "role": frontier_plan.COVERS,
          "reading": "covers the record unit and the weights", "claim_kind":
          "global (eps, delta)-DP", "claim_accounting": "rigorous", "claim_unit": "record",
          "delta": 1e-6, "covers": "the weights", "covers_unit": True, "covers_weights": True,
@@ -137,17 +137,17 @@ def _frontier_folder(where: Path) -> Path:
          "mae_sd": 0.0012035, "n_seeds": 5, "failed_seeds": 0, "seeds": "2024 2025",
          "family": "linear", "seq_len": 336, "train_windows": 64, "test_windows": 32,
          "budget": "tiny"},
-        {"method": "public", "eps": None, "unit": "record", "role": frontier.FLOOR,
+        {"method": "public", "eps": None, "unit": "record", "role": frontier_plan.FLOOR,
          "reading": "the floor: reads no training data", "claim_kind": None,
          "claim_accounting": None, "claim_unit": None, "delta": None,
-         "covers": frontier.FLOOR_COVERS, "covers_unit": True,
+         "covers": frontier_rows.FLOOR_COVERS, "covers_unit": True,
          "covers_weights": True, "mse_mean": 0.40831, "mse_sd": None, "mae_mean": 0.40101,
          "mae_sd": None, "n_seeds": 1, "failed_seeds": 0, "seeds": "2024", "family": "linear",
          "seq_len": 336, "train_windows": 64, "test_windows": 32, "budget": "tiny"},
     ]
     where.mkdir(parents=True)
-    pd.DataFrame(rows, columns=list(frontier.COLUMNS)).to_csv(where / "frontier.csv",
-                                                              index=False)
+    pd.DataFrame(rows, columns=list(frontier_rows.COLUMNS)).to_csv(where / "frontier.csv",
+                                                                   index=False)
     (where / "frontier.md").write_text(
         "# Privacy-utility frontier: ETTh1, H = 24, record unit\n\n## Failed cells\n\n"
         "- `ETTh1-H24-dpsgd-eps1-s2024`: RuntimeError: boom\n")

@@ -18,16 +18,16 @@ from qpriv.cli.common import (
 )
 from qpriv.errors import InvalidInputError
 from qpriv.experiments import report_sections  # noqa: F401 (registers a frontier's section)
-from qpriv.experiments.frontier import (
+from qpriv.experiments.frontier import run_frontier
+from qpriv.experiments.frontier_plan import (
     CSV_METHODS,
     DEFAULT_BACKBONE_SEEDS,
     DEFAULT_EPS,
     DEFAULT_METHODS,
     DEFAULT_SEEDS,
     UNITS,
-    run_frontier,
-    terminal_table,
 )
+from qpriv.experiments.frontier_render import terminal_table
 from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.linear import MAX_DP_LINEAR_EPS
 from qpriv.privacy.calibration import MAX_EPS

@@ -20,7 +20,7 @@ from qpriv.cli.common import (
 )
 from qpriv.experiments import quickstart as quick
 from qpriv.experiments import report_sections  # noqa: F401 (registers a quickstart's section)
-from qpriv.experiments.frontier import terminal_table
+from qpriv.experiments.frontier_render import terminal_table
 from qpriv.progress import tell
 from qpriv.report.render import write_report_html
 from qpriv.runs.files import written_since

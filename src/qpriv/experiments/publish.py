@@ -45,16 +45,18 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from qpriv.errors import ArgumentError, InvalidInputError
-from qpriv.experiments.frontier import (
+from qpriv.experiments.frontier_plan import (
     DEFAULT_BACKBONE_SEEDS,
     DEFAULT_SEEDS,
+    UNITS,
+    frontier_jobs,
+    plan,
+)
+from qpriv.experiments.frontier_render import (
     FRONTIER_CSV,
     FRONTIER_MD,
     FRONTIER_PNG,
-    UNITS,
-    frontier_jobs,
     frontier_stamp,
-    plan,
 )
 from qpriv.experiments.grid import BUDGETS, FULL
 from qpriv.experiments.registry import experiment

@@ -162,7 +162,7 @@ def add_clipping_loss(rows: list[dict], *, by: Sequence[str]) -> list[dict]:
 
 def sweep_configurations(clips: Sequence[float]) -> list[tuple[str, float | str]]:
     """The (model, clip) pairs of Figures 2 and 7: every synthetic model at every C, then the
-    clipless configuration :data:`CLIPLESS` once."""
+    clipless configuration :data:`~qpriv.experiments.qml_protocol.CLIPLESS` once."""
     return [(m, c) for m in SYNTHETIC_MODELS for c in clips] + [CLIPLESS]
 
 

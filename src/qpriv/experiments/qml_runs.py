@@ -48,14 +48,15 @@ def tunes(run: Run, plan: Protocol) -> bool:
 
 def tuning_trials(run: Run, plan: Protocol) -> list[Run]:
     """The tuning trials of ``run``'s configuration: one per rate of the grid, at
-    :data:`TUNING_SEED`, scored on the validation share."""
+    :data:`~qpriv.experiments.qml_protocol.TUNING_SEED`, scored on the validation share."""
     return [replace(run, seed=TUNING_SEED, reference=False, lr=lr, validation=True)
             for lr in lr_grid(run.base_rate, plan.lr_factors)]
 
 
 def tuned_rate(run: Run, *, plan: Protocol, out_dir: Path, progress: bool) -> dict:
     """The tuning record of ``run``'s configuration (:func:`~qpriv.classification.tuning.
-    tuning_record`): one stored trial per rate of the grid at :data:`TUNING_SEED`."""
+    tuning_record`): one stored trial per rate of the grid at
+    :data:`~qpriv.experiments.qml_protocol.TUNING_SEED`."""
     return tuning_record([(trial.lr, finished_run(trial, plan=plan, out_dir=out_dir,
                                                   progress=progress))
                           for trial in tuning_trials(run, plan)],

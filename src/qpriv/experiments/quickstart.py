@@ -31,15 +31,15 @@ from typing import Any
 
 from qpriv.audits.channel import ChannelAudit, audit_channel
 from qpriv.errors import InvalidInputError
-from qpriv.experiments.frontier import (
+from qpriv.experiments.frontier import run_frontier
+from qpriv.experiments.frontier_plan import (
     DEFAULT_BACKBONE_SEEDS,
     DEFAULT_METHODS,
     DEFAULT_SEEDS,
-    FrontierReport,
     frontier_jobs,
     plan,
-    run_frontier,
 )
+from qpriv.experiments.frontier_rows import FrontierReport
 from qpriv.experiments.grid import Budget
 from qpriv.experiments.runner import cell_dir, resolve_budget
 from qpriv.forecasting.config import ModelConfig

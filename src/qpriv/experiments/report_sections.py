@@ -17,14 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from qpriv.experiments.frontier import (
-    FRONTIER_CSV,
-    FRONTIER_MD,
-    FRONTIER_PNG,
-    ROLES,
-    FrontierReport,
-    explain,
-)
+from qpriv.experiments.frontier_plan import ROLES
+from qpriv.experiments.frontier_render import FRONTIER_CSV, FRONTIER_MD, FRONTIER_PNG, explain
+from qpriv.experiments.frontier_rows import FrontierReport
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.quickstart import QUICKSTART_RUNS, quickstart_rows, run_dir_name
 from qpriv.experiments.registry import EXPERIMENTS

@@ -28,7 +28,6 @@ from qpriv.privacy.feature_path.accountant import (
     rigorous_epsilon,
     rigorous_notes,
 )
-from qpriv.privacy.feature_path.calibration import rigorous_calibration
 from qpriv.privacy.feature_path.divergences import (
     RDP_ORDERS,
     choose_discretization,
@@ -46,6 +45,7 @@ from qpriv.privacy.feature_path.pairs import (
     single_shot_distribution,
 )
 from qpriv.privacy.feature_path.plan import UNITS, composition_plan, tokens_per_window
+from qpriv.privacy.feature_path.rigorous_calibration import rigorous_calibration
 from qpriv.privacy.feature_path.worst_pair import _torch_rdp_epsilon, search_worst_pairs
 from qpriv.privacy.theorems import channel_epsilon, check_trace_distance
 from qpriv.quantum.channels import apply_superoperator, depolarizing_propagator, depolarizing_rate

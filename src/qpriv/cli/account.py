@@ -1,6 +1,6 @@
 """``qpriv account``: the rigorous (eps, delta) of the LDPT feature path beside the paper's
 (:func:`qpriv.privacy.feature_path.accountant.account`), or the depolarizing p a rigorous
-target needs (:func:`qpriv.privacy.feature_path.calibration.rigorous_calibration`).
+target needs (:func:`qpriv.privacy.feature_path.rigorous_calibration.rigorous_calibration`).
 
 ``--encoding amplitude`` (the default) accounts eq. 2's encoding at the assumed trace distance
 ``--d``; ``--encoding signed`` accounts ``ldpt-signed``'s channel: tokens of ``--dim`` values in
@@ -36,7 +36,7 @@ from qpriv.forecasting.rigorous import (
 )
 from qpriv.privacy.calibration import DEFAULT_D
 from qpriv.privacy.feature_path.accountant import account
-from qpriv.privacy.feature_path.calibration import rigorous_calibration
+from qpriv.privacy.feature_path.rigorous_calibration import rigorous_calibration
 from qpriv.privacy.trace_distance import signed_reference_for_distance
 
 D_TOLERANCE = 1e-9

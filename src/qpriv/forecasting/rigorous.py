@@ -9,7 +9,7 @@ Two services for :func:`qpriv.forecasting.run.run_forecast`:
   its settings (:func:`accounting_cache_dir`) and in memory.
 - :func:`rigorous_setup`: ``--accounting rigorous``: the p (and gamma, sigma) that a target
   record-level (eps, delta) needs
-  (:func:`qpriv.privacy.feature_path.calibration.rigorous_calibration`), and
+  (:func:`qpriv.privacy.feature_path.rigorous_calibration.rigorous_calibration`), and
   ``normalisation="fixed"`` so that no per-window statistic bypasses the channel (the
   side-channel fix of :mod:`qpriv.audits.sidechannel`).
 """
@@ -31,7 +31,7 @@ from qpriv.forecasting.methods import MethodSetup, replace_config
 from qpriv.privacy.calibration import DEFAULT_D
 from qpriv.privacy.claims import COVERS_FEATURES_WINDOW_PASS, Kind
 from qpriv.privacy.feature_path.accountant import account, rigorous_notes
-from qpriv.privacy.feature_path.calibration import rigorous_calibration
+from qpriv.privacy.feature_path.rigorous_calibration import rigorous_calibration
 from qpriv.progress import say
 from qpriv.runs.cache import cached_json
 
@@ -65,7 +65,7 @@ def _settings(config: ModelConfig, *, epochs: int, delta: float) -> dict:
 def accounted_register(config: ModelConfig) -> dict[str, Any]:
     """What the accountant reads of ``config``'s encoding, as keyword arguments of
     :func:`~qpriv.privacy.feature_path.accountant.account` and
-    :func:`~qpriv.privacy.feature_path.calibration.rigorous_calibration`: the register's
+    :func:`~qpriv.privacy.feature_path.rigorous_calibration.rigorous_calibration`: the register's
     dimension ``dim``, the neighbouring trace distance ``d`` (:attr:`ModelConfig.neighbour_d`:
     the paper's assumed 0.1 for eq. 2, the proved ``4 c r / (c^2 + r^2)`` for the signed
     encoding) and the values per token ``token_length`` (None where a token fills the register,

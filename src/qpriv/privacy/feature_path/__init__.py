@@ -19,6 +19,6 @@ hold a changed record. The rooms, bottom first:
 - :mod:`~qpriv.privacy.feature_path.accountant`: the rigorous (eps, delta) of a unit over the
   candidate pairs, the report of every unit beside the paper's numbers (``account``), and what
   every claim rests on (``rigorous_notes``, ``ASSUMPTIONS``).
-- :mod:`~qpriv.privacy.feature_path.calibration`: the inverse, the depolarizing p (with
+- :mod:`~qpriv.privacy.feature_path.rigorous_calibration`: the inverse, the depolarizing p (with
   Algorithm 1's gamma and sigma) that a target rigorous eps needs.
 """

@@ -11,11 +11,10 @@ import pytest
 import scipy.optimize
 import torch
 
-from qpriv.errors import InvalidInputError
+from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.privacy.trace_distance import (
     pure_state_trace_distance,
     signed_neighbour_distance,
-    signed_pair_trace_distance,
     signed_reference_for_distance,
 )
 from qpriv.quantum.states import (
@@ -24,6 +23,19 @@ from qpriv.quantum.states import (
     signed_amplitudes,
     trace_distance_full,
 )
+
+
+def signed_pair_trace_distance(x: np.ndarray, y: np.ndarray, *, reference: float) -> np.ndarray:
+    """The independent twin the closed form is checked against: the full trace norm between
+    the signed encodings of tokens ``x`` and ``y`` (last axis), ``2 sqrt(1 - <psi(x)|psi(y)>^2)``
+    with psi(x) = (x, r) / ||(x, r)||, in [0, 2]. The tokens are taken as given."""
+    reference = require_in_range("reference (amplitude r)", reference, low=0.0)
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    pad_x = np.full((*x.shape[:-1], 1), reference)
+    pad_y = np.full((*y.shape[:-1], 1), reference)
+    return pure_state_trace_distance(np.concatenate([x, pad_x], axis=-1),
+                                     np.concatenate([y, pad_y], axis=-1))
 
 N = 16
 CLIP = 2.0

@@ -120,19 +120,6 @@ def single_feature_trace_distances(
 # Inverse (r >= c): r = c (2 + sqrt(4 - d^2)) / d. At d = 0.1 (the LDPT paper's d), r = 39.99 c.
 
 
-def signed_pair_trace_distance(x: np.ndarray, y: np.ndarray, *, reference: float) -> np.ndarray:
-    """Full trace norm between the signed encodings of tokens ``x`` and ``y`` (last axis),
-    ``2 sqrt(1 - <psi(x)|psi(y)>^2)`` with psi(x) = (x, r) / ||(x, r)||, in [0, 2]. The tokens
-    are taken as given (clip them first, as the encoding does)."""
-    reference = require_in_range("reference (amplitude r)", reference, low=0.0)
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    pad_x = np.full((*x.shape[:-1], 1), reference)
-    pad_y = np.full((*y.shape[:-1], 1), reference)
-    return pure_state_trace_distance(np.concatenate([x, pad_x], axis=-1),
-                                     np.concatenate([y, pad_y], axis=-1))
-
-
 def signed_neighbour_distance(*, clip: float, reference: float) -> float:
     """The worst full trace norm between the signed encodings of neighbouring tokens (one
     coordinate replaced within [-c, c]): ``4 c r / (c^2 + r^2)`` for r >= c, else 2 (derived

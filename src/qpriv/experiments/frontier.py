@@ -370,7 +370,7 @@ def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Pa
         data = {"data_dir": data_dir} if csv is None else csv.run_kwargs()
         return run_forecast(dataset=cell.dataset, horizon=cell.horizon, method=cell.method,
                             eps=cell.eps, seed=cell.seed, unit=unit, out_dir=run_dir,
-                            progress=False, threads=threads, **data, **settings)
+                            progress=False, threads=threads, **data, **settings).to_json()
 
     def same(kept: dict) -> bool:
         return kept.get("seq_len") == settings["seq_len"] and kept.get("unit") == unit

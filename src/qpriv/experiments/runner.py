@@ -231,7 +231,7 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
             resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
             data_dir=data_dir, threads=threads, rigorous=budget.rigorous,
             **({} if csv is None else csv.run_kwargs()),
-        )
+        ).to_json()
 
     cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),
                 store="by-compute")

@@ -94,9 +94,9 @@ class Forecaster:
         return self
 
     def _adopt(self, run: LinearRun | LoadedRun, data: Data | None,
-               result: Mapping[str, Any] | None = None) -> None:
+               result: ForecastResult | None = None) -> None:
         self.run_ = run
-        self.result_ = ForecastResult.from_json(result) if result is not None else run.result
+        self.result_ = run.result if result is None else result
         self.claims_: tuple[PrivacyClaim, ...] = tuple(self.result_.claims.values())
         self._data = data
 

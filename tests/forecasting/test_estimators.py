@@ -133,3 +133,18 @@ def test_a_noisy_round_trip_is_train_then_forecast_within_the_stated_noise(
     for channel in ("a", "b"):
         spread = np.hypot(ours[f"{channel}_std"], cli[f"{channel}_std"]) / np.sqrt(passes)
         assert (np.abs(ours[channel] - cli[channel]) <= 5 * spread).all(), channel
+
+
+def test_a_loaded_backbone_estimator_refits_to_the_same_run(series, tmp_path):
+    """config.json records the feature path's default delta for every backbone run and the
+    batch inside the training settings: read back as settings, DP-SGD's loaded estimator was
+    refused on its next fit (a delta it does not take) and lost its batch."""
+    csv, _ = series
+    settings = {"method": "dpsgd", "eps": 8.0, "seq_len": 48, "horizon": 7, "epochs": 1,
+                "batch_size": 16, "max_train_windows": 32, "max_eval_windows": 16}
+    model = TransformerForecaster(**settings, threads=1).fit(csv)
+    again = load(model.save(tmp_path / "saved"))
+    # threads are not a setting of the run: config.json records none
+    assert again.get_params() == {**model.get_params(), "threads": None}
+    assert again.fit(csv).mse_ == model.mse_
+    assert again.claims_ == model.claims_

@@ -9,7 +9,7 @@ Times, in one run and on the same random windows, in alternation (best of ``--re
           blocks of 256 states: what any sampler that spends one uniform per shot pays first;
 * binomial floor: the best exact multinomial draw of the run, the faster of numpy's
           ``Generator.multinomial(N_s, pvals)`` (2-D ``pvals``, conditional binomials, BTPE for
-          large n p) and torch's conditional binomials (``qpriv.quantum.shots._binomial_counts``),
+          large n p) and torch's conditional binomials (``qpriv.quantum.shots.binomial_counts``),
           both on the windows' exact float64 probabilities, 4096 rows a call; they draw the
           counts only, while fast also encodes, computes the probabilities and writes the
           frequencies;
@@ -86,7 +86,7 @@ from _timing import (
 from qpriv.privacy.calibration import calibrate
 from qpriv.quantum import quantum_features, quantum_features_reference
 from qpriv.quantum.features import outcome_probabilities
-from qpriv.quantum.shots import _binomial_counts
+from qpriv.quantum.shots import binomial_counts
 from qpriv.quantum.states import amplitude_encode
 
 ETTH1_EPOCH_STATES = 8281 * 7 * 81
@@ -113,7 +113,7 @@ def floors(probs: torch.Tensor, *, n_shots: int, shots_per_block: int,
 
     def torch_binomials() -> None:
         for block in blocks:
-            _binomial_counts(block, n_shots, generator=generator)
+            binomial_counts(block, n_shots, generator=generator)
 
     return {"uniform": uniform, "numpy_multinomial": numpy_multinomial,
             "torch_binomials": torch_binomials}

@@ -86,9 +86,9 @@ def main() -> None:
                 max_train_windows=args.max_train_windows,
                 max_eval_windows=args.max_eval_windows, progress=False, threads=1,
                 rigorous=False)
-            row = {"method": name, "eps": eps, "p": result.get("p"),
-                   "val_loss": result.get("val_loss"), "test_mse": result["mse"],
-                   "test_mae": result["mae"], "seconds": time.perf_counter() - started}
+            row = {"method": name, "eps": eps, "p": result.p, "val_loss": result.val_loss,
+                   "test_mse": result.mse, "test_mae": result.mae,
+                   "seconds": time.perf_counter() - started}
             rows.append(row)
             print(f"{name:<18} eps {eps!s:<5} p {row['p'] or 0:.4f}  test MSE "
                   f"{row['test_mse']:.4f}  MAE {row['test_mae']:.4f}  ({row['seconds']:.0f} s)",

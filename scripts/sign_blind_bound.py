@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> None:
         plain = run_forecast(**settings)
         with even_backbone():
             even = run_forecast(**settings)
-        report.update(classical={"mse": plain["mse"], "mae": plain["mae"]},
-                      even_classical={"mse": even["mse"], "mae": even["mae"]})
+        report.update(classical={"mse": plain.mse, "mae": plain.mae},
+                      even_classical={"mse": even.mse, "mae": even.mae})
     print(json.dumps(report, indent=2))
 
 

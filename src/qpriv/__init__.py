@@ -14,8 +14,9 @@ Entry points:
                         reference) and TransformerForecaster (the LDPT backbone's methods) alike
                         (qpriv.forecasting.estimators)
     load                the estimator of a saved run folder (qpriv.forecasting.estimators.load)
-    train_forecaster    train and test one forecaster (LDPT or a baseline); the result holds
-                        every privacy number labelled (qpriv.forecasting.run.run_forecast)
+    train_forecaster    train and test one forecaster (LDPT or a baseline); the result, a
+                        typed ForecastResult, holds every privacy number as a PrivacyClaim
+                        (qpriv.forecasting.run.run_forecast)
     load_run            read a finished forecasting run back: model, config, result, data;
                         its forecast(frame or CSV) gives the next H values in the data's own
                         units (qpriv.forecasting.artifacts.load_run)

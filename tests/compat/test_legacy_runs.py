@@ -63,13 +63,14 @@ needs_data = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
 def test_a_killed_legacy_forecaster_resumes_to_its_uninterrupted_result(legacy, expected):
     result = run_forecast(eps=0.1, out_dir=legacy / "ldpt-unfinished", resume=True,
                           **{**TINY, "seed": 7})
-    assert result["best_epoch"] == 2
+    assert result.best_epoch == 2
     for key in ("mse", "mae"):
         # float32 training: the same to the last bit on one CPU, to FLOAT32 across kinds of
         # CPU (its epoch 1 ran where the archive was made; 1.4e-7 relative on a Sapphire Rapids)
-        assert result[key] == pytest.approx(RESAMPLED["ldpt-unfinished"][key],
-                                            rel=FLOAT32["rel"])
-        assert result[key] == pytest.approx(expected["ldpt-unfinished"][key], rel=0.05)
+        assert getattr(result, key) == pytest.approx(RESAMPLED["ldpt-unfinished"][key],
+                                                     rel=FLOAT32["rel"])
+        assert getattr(result, key) == pytest.approx(expected["ldpt-unfinished"][key],
+                                                     rel=0.05)
 
 
 def test_a_killed_legacy_classifier_resumes_to_its_uninterrupted_result(legacy, expected):

@@ -305,8 +305,8 @@ def test_a_dataframe_trains_as_the_csv_it_would_be_written_to(tmp_path):
     from_file = run_forecast(csv=tmp_path / "same.csv", **settings)
     out = tmp_path / "run"
     from_frame = run_forecast(csv=frame.reset_index(), out_dir=out, **settings)
-    assert from_frame["mse"] == from_file["mse"] and from_frame["mae"] == from_file["mae"]
-    assert from_frame["dataset"] == "dataframe"
+    assert from_frame.mse == from_file.mse and from_frame.mae == from_file.mae
+    assert from_frame.dataset == "dataframe"
     config = json.loads((out / "config.json").read_text())
     assert config["source"] == "" and config["source_sha256"] is None
     run = load_run(out)
@@ -316,7 +316,7 @@ def test_a_dataframe_trains_as_the_csv_it_would_be_written_to(tmp_path):
                                                 "training file; pass its data as a file"):
         run.data()
     assert len(load_run(out, data_dir=tmp_path / "same.csv").data().test) == \
-        from_frame["windows"]["test"]
+        from_frame.windows["test"]
     gap = frame.copy()
     gap.iloc[5, 1] = np.nan
     with pytest.raises(InvalidInputError, match=r"column 'b' of the DataFrame has a missing "

@@ -172,7 +172,7 @@ def test_every_method_names_its_privacy_and_noise():
 
 
 def test_every_stated_guarantee_says_the_scaler_is_outside_it():
-    from qpriv.forecasting.run import SCALER_NOTE, _privacy
+    from qpriv.forecasting.run_claims import SCALER_NOTE, run_claims
 
     dpsgd_claim = PrivacyClaim(value=0.5, delta=1e-6, kind=Kind.GLOBAL_DP,
                                accounting=Accounting.RIGOROUS, unit=Unit.WINDOW,
@@ -185,7 +185,7 @@ def test_every_stated_guarantee_says_the_scaler_is_outside_it():
             continue
         claimed.append(setup.privacy)
         for secret in (False, True):
-            privacy = _privacy(setup, epochs=2, delta_prime=1e-6, strategy=strategy,
+            privacy = run_claims(setup, epochs=2, delta_prime=1e-6, strategy=strategy,
                                target=run_budget(name, eps=0.5), delta=1e-6, secret=secret)
             assert SCALER_NOTE in privacy["privacy_notes"], name
             # and in the claim itself, where a reader of the epsilon finds it, with where the
@@ -222,20 +222,20 @@ def test_input_noise_is_fresh_and_seeded():
 def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     out = tmp_path / "dpsgd"
     result = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, **SMALL)
-    assert result["privacy"] == "global (eps, delta)-DP"
-    eps = result["eps"]
-    assert eps["accounting"] == "rigorous" and eps["target"] == 8.0
-    assert eps["value"] == pytest.approx(8.0, rel=0.05)
-    assert eps["value"] <= 8.0 * (1 + 1e-9)
-    assert result["noise_multiplier"]["value"] > 0
-    assert result["strategy"]["steps"] == 2 * round(128 / 64)
+    assert result.privacy == "global (eps, delta)-DP"
+    eps = result.claims["eps"]
+    assert eps.accounting == "rigorous" and eps.details["target"] == 8.0
+    assert eps.value == pytest.approx(8.0, rel=0.05)
+    assert eps.value <= 8.0 * (1 + 1e-9)
+    assert result.noise_multiplier > 0
+    assert result.to_json()["strategy"]["steps"] == 2 * round(128 / 64)
     # a run written before config.json had accounting and delta resumes as the paper's
     config = json.loads((out / "config.json").read_text())
     del config["accounting"], config["delta"]
     (out / "config.json").write_text(json.dumps(config))
     again = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
-    assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+    assert (again.mse, again.mae) == (result.mse, result.mae)
     assert config["dpsgd"] == {"eps": 8.0, "delta": 1e-6, "clip": 1.0}
     # the noise was calibrated for eps 8: the run cannot be resumed, or re-reported, as eps 0.5
 

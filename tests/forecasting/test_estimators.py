@@ -93,3 +93,58 @@ def test_a_trained_backbone_round_trips(tmp_path):
     assert type(again) is TransformerForecaster and again.method == "classical"
     assert again.get_params()["epochs"] == 1
     pd.testing.assert_frame_equal(again.predict(), model.predict())
+
+
+TINY_LDPT = {"eps": 0.5, "seq_len": 48, "horizon": 7, "epochs": 1, "max_train_windows": 32,
+             "max_eval_windows": 16, "threads": 1}
+"""An LDPT run of seconds on the series: one epoch, 32 windows, the paper's model."""
+
+
+def test_a_noisy_round_trip_is_train_then_forecast_within_the_stated_noise(
+        series, tmp_path, capsys, private_cache):
+    """LDPT draws shots at inference: at the forecast's default seed the estimator and the
+    command line draw the same noise (equal to 1e-9); at different seeds their means differ by
+    no more than the spread each forecast states (``<channel>_std`` over its passes) allows."""
+    csv, _ = series
+    model = TransformerForecaster(method="ldpt", **TINY_LDPT).fit(csv)
+    again = load(model.save(tmp_path / "saved"))
+    assert type(again) is TransformerForecaster and again.method == "ldpt"
+    assert again.get_params()["eps"] == 0.5 and again.get_params()["epochs"] == 1
+    flags = [f"--{key.replace('_', '-')}={value}" for key, value in TINY_LDPT.items()]
+    assert main(["train", "--csv", str(csv), "--method", "ldpt", *flags, "--out",
+                 str(tmp_path / "cli"), "--quiet"]) == 0
+    forecast = ["forecast", str(tmp_path / "cli"), "--csv", str(csv)]
+    assert main([*forecast, "--out", str(tmp_path / "f.csv")]) == 0
+    cli = pd.read_csv(tmp_path / "f.csv", index_col=0, parse_dates=True)
+    predicted = again.predict()
+    assert list(predicted.columns) == ["a", "b", "a_std", "b_std"] == list(cli.columns)
+    np.testing.assert_allclose(predicted.to_numpy(), cli.to_numpy(), rtol=1e-9, atol=1e-12)
+    assert (predicted[["a_std", "b_std"]].to_numpy() > 0).all()  # the forecast is noisy
+    assert model.mse_ == json.loads((tmp_path / "cli" / "result.json").read_text())["mse"]
+    assert model.claims_ == load(tmp_path / "cli").claims_  # the same typed claims
+    # fresh noise on each side: the means of P passes differ by the stated spread / sqrt(P)
+    passes = 100
+    assert main([*forecast, "--seed", "1", "--passes", str(passes), "--out",
+                 str(tmp_path / "g.csv")]) == 0
+    capsys.readouterr()
+    cli = pd.read_csv(tmp_path / "g.csv", index_col=0, parse_dates=True)
+    ours = again.predict(passes=passes, seed=2)
+    assert not np.allclose(ours[["a", "b"]].to_numpy(), cli[["a", "b"]].to_numpy())
+    for channel in ("a", "b"):
+        spread = np.hypot(ours[f"{channel}_std"], cli[f"{channel}_std"]) / np.sqrt(passes)
+        assert (np.abs(ours[channel] - cli[channel]) <= 5 * spread).all(), channel
+
+
+def test_a_loaded_backbone_estimator_refits_to_the_same_run(series, tmp_path):
+    """config.json records the feature path's default delta for every backbone run and the
+    batch inside the training settings: read back as settings, DP-SGD's loaded estimator was
+    refused on its next fit (a delta it does not take) and lost its batch."""
+    csv, _ = series
+    settings = {"method": "dpsgd", "eps": 8.0, "seq_len": 48, "horizon": 7, "epochs": 1,
+                "batch_size": 16, "max_train_windows": 32, "max_eval_windows": 16}
+    model = TransformerForecaster(**settings, threads=1).fit(csv)
+    again = load(model.save(tmp_path / "saved"))
+    # threads are not a setting of the run: config.json records none
+    assert again.get_params() == {**model.get_params(), "threads": None}
+    assert again.fit(csv).mse_ == model.mse_
+    assert again.claims_ == model.claims_

@@ -150,11 +150,12 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
     first = run_forecast(method="dp-linear", eps=1.0, unit="window", out_dir=out, **SMALL)
     again = run_forecast(method="dp-linear", eps=1.0, unit="window", out_dir=out, resume=True,
                          **SMALL)
-    assert again == json.loads(json.dumps(first))
+    assert again.to_json() == json.loads(json.dumps(first.to_json()))
+    assert again.claims == first.claims and again.claims["eps"].unit == "window"
     assert sorted(p.name for p in out.iterdir()) == ["config.json", "linear.npz", "result.json"]
     run = load_run(out)  # read back as a linear run, the kernel it was tested with
-    assert isinstance(run, LinearRun) and run.result.mse == first["mse"]
-    assert evaluate(run.model, run.data().test)["mse"] == pytest.approx(first["mse"], rel=1e-12)
+    assert isinstance(run, LinearRun) and run.result.mse == first.mse
+    assert evaluate(run.model, run.data().test)["mse"] == pytest.approx(first.mse, rel=1e-12)
     with pytest.raises(InvalidInputError, match="linear forecaster"):
         load_backbone_run(out)
     # a damaged kernel (a NaN no fit writes) is refused, not forecast as a row of nan
@@ -174,9 +175,9 @@ def test_a_linear_run_resumes_to_its_result_and_is_not_read_as_a_backbone_run(tm
 def test_dp_linear_beats_the_public_floor_at_its_targets(unit, eps, target):
     """The measured targets (mean of 5 noise seeds, the full training split); every
     hyper-parameter was fixed on the validation split."""
-    public = run_forecast(method="public", threads=1)["mse"]
+    public = run_forecast(method="public", threads=1).mse
     mse = statistics.fmean(
-        run_forecast(method="dp-linear", unit=unit, eps=eps, seed=seed, threads=1)["mse"]
+        run_forecast(method="dp-linear", unit=unit, eps=eps, seed=seed, threads=1).mse
         for seed in range(5))
     assert mse <= target and mse < public
 
@@ -184,16 +185,16 @@ def test_dp_linear_beats_the_public_floor_at_its_targets(unit, eps, target):
 @needs_ett
 def test_dpsgd_linear_trains_on_the_one_trainer_and_claims_the_window_unit():
     result = run_forecast(method="dpsgd-linear", eps=1.0, **SMALL)
-    (entry,) = result["claims"]
-    claim = PrivacyClaim.from_json(entry)
+    (claim,) = result.claims.values()
     assert (claim.unit, claim.accounting, claim.delta) == ("window", "rigorous", 1e-6)
     assert claim.value <= 1.0 and claim.details["target"] == 1.0  # spent, at most the target
     assert "weights" in claim.covers
     assert any("record" in note for note in claim.notes)
-    assert result["fit"]["noise_multiplier"] > 0 and result["fit"]["best_epoch"] >= 1
+    fit = result.to_json()["fit"]
+    assert fit["noise_multiplier"] > 0 and fit["best_epoch"] >= 1
     # what the release holds beyond the noised weights, and what the choice of its settings
     # read, are named
-    assert result["fit"]["history"][0]["train_loss"] > 0
+    assert fit["history"][0]["train_loss"] > 0
     assert any("history" in note and "not covered" in note for note in claim.notes)
     assert any("DP-SGD runs on ETTh1's training split" in note for note in claim.notes)
     assert {DIVERGENCE_NOTE, SEEDED_NOTE, EVALUATION_NOTE, WINDOW_COUNT_NOTE} <= set(claim.notes)

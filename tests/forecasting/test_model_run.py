@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from qpriv.errors import InvalidInputError
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.rigorous import TARGETS_NOTE
-from qpriv.forecasting.run import SCALER_NOTE, run_forecast
+from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.run_claims import SCALER_NOTE
 from qpriv.privacy.claims import PrivacyClaim
 
 needs_ett = pytest.mark.skipif(
@@ -52,22 +54,26 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
     out = tmp_path / "run"
     result = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
     assert {p.name for p in out.iterdir()} == {"config.json", "best.pt", "result.json"}
-    assert json.loads((out / "result.json").read_text()) == json.loads(json.dumps(result))
+    assert isinstance(result, ForecastResult)
+    stored = json.loads((out / "result.json").read_text())
+    assert stored == json.loads(json.dumps(result.to_json()))
     for key in ("mse", "mae", "val_loss", "best_epoch", "epochs", "seconds_per_epoch", "p",
                 "gamma", "sigma", "calibration"):
-        assert key in result, key
-    claim = PrivacyClaim.from_json(result["eps_per_pass"])
+        assert getattr(result, key) is not None, key
+    claim = result.claims["eps_per_pass"]
+    assert isinstance(claim, PrivacyClaim) and claim == PrivacyClaim.from_json(
+        stored["eps_per_pass"])
     assert (claim.value, claim.kind, claim.accounting, claim.unit, claim.delta) == (
         0.1, "local eps-QDP per pass", "paper", "token", None)
     assert claim.details == {"neighbourhood": "trace distance d = 0.1 (full norm)"}
     assert "not the trained weights" in claim.covers
     assert SCALER_NOTE in claim.notes and TARGETS_NOTE in claim.notes
-    assert result["eps_basic"]["value"] == pytest.approx(0.2)
-    assert result["eps_advanced"]["kind"] == "composed"
-    assert result["params"]["total"] == (result["params"]["classical"]
-                                         + result["params"]["quantum_attention"])
+    assert result.claims["eps_basic"].value == pytest.approx(0.2)
+    assert result.claims["eps_advanced"].kind == "composed"
+    assert result.params_total == (result.params["classical"]
+                                   + result.params["quantum_attention"])
     # sigma is calibrated to the overridden d_model: p / sqrt(8)
-    assert result["sigma"] == pytest.approx(result["p"] / 8**0.5)
+    assert result.sigma == pytest.approx(result.p / 8**0.5)
 
     with pytest.raises(InvalidInputError, match="already holds a finished run"):
         run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
@@ -76,21 +82,22 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
                      **SMALL)
     again = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
-    assert (again["mse"], again["mae"]) == (result["mse"], result["mae"])
+    assert (again.mse, again.mae) == (result.mse, result.mae)
+    assert again.claims == result.claims  # read back, the claims are the ones returned
     # the same checksum-verified file found by another path is the same data
     config = json.loads((out / "config.json").read_text())
     config["source"] = "elsewhere/ETTh1.csv"
     (out / "config.json").write_text(json.dumps(config))
     moved = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, resume=True,
                          **SMALL)
-    assert moved["mse"] == result["mse"]
+    assert moved.mse == result.mse
 
 
 @needs_ett
 def test_classical_run_claims_no_privacy():
     result = run_forecast(method="classical", eps=None, horizon=4, epochs=1, **SMALL)
-    assert result["eps_per_pass"] is None and result["privacy"] == "none"
-    assert result["mse"] > 0 and result["best_epoch"] == 1
+    assert result.claims == {} and result.privacy == "none"
+    assert result.mse > 0 and result.best_epoch == 1
 
 
 def poison_the_first_step(monkeypatch) -> None:
@@ -116,9 +123,9 @@ def test_a_run_that_diverges_reports_no_test_number_and_no_model(tmp_path, monke
     poison_the_first_step(monkeypatch)
     out = tmp_path / "run"
     result = run_forecast(method="classical", horizon=4, epochs=3, out_dir=out, **SMALL)
-    assert result["diverged_epoch"] == 1 and result["best_epoch"] == 0
-    assert result["mse"] is None and result["mae"] is None
-    assert len(result["history"]) == 1
+    assert result.diverged_epoch == 1 and result.best_epoch == 0
+    assert result.mse is None and result.mae is None
+    assert len(result.history) == 1
     stored = json.loads((out / "result.json").read_text())
     assert stored["diverged_epoch"] == 1 and stored["mse"] is None
     assert stored["val_loss"] is None  # inf is not JSON: null

@@ -156,22 +156,22 @@ def test_a_tiny_run_trains_and_states_its_claims(private_cache) -> None:
             "max_eval_windows": 16, "progress": False, "threads": 1,
             "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
     result = run_forecast(method="ldpt-signed", eps=0.5, **tiny)
-    assert math.isfinite(result["mse"]) and result["model"]["encoding"] == "signed"
-    assert result["p"] == pytest.approx(0.1 * 8 / (math.expm1(0.4) + 0.1 * 8), rel=1e-12)
-    per_pass = PrivacyClaim.from_json(result["eps_per_pass"])
+    assert math.isfinite(result.mse) and result.model["encoding"] == "signed"
+    assert result.p == pytest.approx(0.1 * 8 / (math.expm1(0.4) + 0.1 * 8), rel=1e-12)
+    per_pass = result.claims["eps_per_pass"]
     assert (per_pass.value, per_pass.unit, per_pass.accounting) == (0.5, "token", "paper")
     assert "token unit only" in per_pass.details["neighbourhood"]  # RevIN: the bound is per token
-    record = PrivacyClaim.from_json(result["rigorous"]["eps_record"])
-    assert record.value > result["rigorous"]["eps_token"]["value"] > 0.5
-    assert "RevIN" in result["rigorous"]["covers"]
+    record = result.rigorous_claims["record"]
+    assert record.value > result.rigorous_claims["token"].value > 0.5
+    assert "RevIN" in result.rigorous["covers"]
     # --accounting rigorous: p for a record budget, at d and the 8-dim register, tokens of 4
     calibrated = run_forecast(method="ldpt-signed", accounting="rigorous", eps_total=3.0,
                               delta=1e-5, **tiny)
-    achieved = calibrated["rigorous_calibration"]["achieved"]
+    achieved = calibrated.rigorous_calibration["achieved"]
     assert (achieved["dim"], achieved["d"]) == (8, pytest.approx(0.1, rel=1e-12))
     assert achieved["count"] == 32 * 12 * 4 * 1  # shots x n_tokens(4, 4, 48) x 4 values
     assert achieved["eps"]["value"] <= 3.0
-    assert calibrated["model"]["normalisation"] == "fixed"
+    assert calibrated.model["normalisation"] == "fixed"
 
 
 @pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),

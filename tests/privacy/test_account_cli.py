@@ -122,11 +122,11 @@ def test_signed_numbers_are_an_ldpt_signed_runs_own_claims(private_cache, capsys
     result = run_forecast(method="ldpt-signed", eps=0.5, **SIGNED_TINY)
     assert main(["account", "--eps", "0.5", *SIGNED_ARGS]) == 0
     payload = _last_json(capsys)
-    assert payload["p"] == pytest.approx(result["p"], rel=1e-12)
-    assert payload["paper"]["eps_per_pass"]["value"] == result["eps_per_pass"]["value"] == 0.5
+    assert payload["p"] == pytest.approx(result.p, rel=1e-12)
+    assert payload["paper"]["eps_per_pass"]["value"] == result.eps_per_pass == 0.5
     rows = {row["unit"]: row for row in payload["rows"]}
     for unit in rigorous.RIGOROUS_UNITS:
-        claim = PrivacyClaim.from_json(result["rigorous"][f"eps_{unit}"])
+        claim = result.rigorous_claims[unit]
         ours = PrivacyClaim.from_json(rows[unit]["eps"])
         assert ours.value == pytest.approx(claim.value, rel=1e-6)  # the run keeps p to 12 digits
         assert (ours.kind, ours.accounting, ours.unit, ours.delta) == (

@@ -12,6 +12,7 @@ import pytest
 
 from qpriv.classification.run import train_classifier
 from qpriv.cli import main
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.randomness import SECRET_NOTE, SEEDED_NOTE, randomness_note, secret_seed
 from qpriv.training.trainer import DIVERGENCE_NOTE
@@ -29,8 +30,8 @@ def test_secret_seeds_differ_and_the_notes_say_which_kind_of_run():
     assert "replayed" in SEEDED_NOTE and "--secret-seed" in SEEDED_NOTE
 
 
-def notes_of(result: dict) -> list[str]:
-    return [note for claim in result["claims"] for note in claim.get("notes", [])]
+def notes_of(result: ForecastResult) -> list[str]:
+    return [note for claim in result.claims.values() for note in claim.notes]
 
 
 @needs_ett
@@ -48,7 +49,7 @@ def test_a_seeded_dp_linear_release_is_replayed_exactly_and_says_so(tmp_path):
     assert SEEDED_NOTE in notes_of(runs["a"]) and SECRET_NOTE not in notes_of(runs["a"])
     assert SECRET_NOTE in notes_of(runs["c"]) and SEEDED_NOTE not in notes_of(runs["c"])
     for name in ("c", "d"):
-        assert runs[name]["seed"] is None
+        assert runs[name].seed is None
         assert json.loads((tmp_path / name / "config.json").read_text())["seed"] is None
 
 
@@ -57,16 +58,16 @@ def test_a_secret_dpsgd_run_records_no_seed_anywhere_and_resumes(tmp_path):
     out = tmp_path / "run"
     result = run_forecast(method="dpsgd", eps=1.0, seed=None, epochs=1, out_dir=out,
                           rigorous=False, overrides=TINY_MODEL, **TINY)
-    assert result["seed"] is None and result["train"]["seed"] is None
+    assert result.seed is None and result.to_json()["train"]["seed"] is None
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] is None and config["train"]["seed"] is None
-    assert SECRET_NOTE in result["eps"]["notes"]
+    assert SECRET_NOTE in result.claims["eps"].notes
     again = run_forecast(method="dpsgd", eps=1.0, seed=None, epochs=1, out_dir=out,
                          resume=True, rigorous=False, overrides=TINY_MODEL, **TINY)
-    assert again["mse"] == result["mse"]  # the finished run, read back
+    assert again.mse == result.mse  # the finished run, read back
     seeded = run_forecast(method="dpsgd", eps=1.0, seed=5, epochs=1, rigorous=False,
                           overrides=TINY_MODEL, **TINY)
-    assert seeded["seed"] == 5 and SEEDED_NOTE in seeded["eps"]["notes"]
+    assert seeded.seed == 5 and SEEDED_NOTE in seeded.claims["eps"].notes
 
 
 def test_a_secret_classifier_run_records_no_seed_and_says_so():

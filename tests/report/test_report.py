@@ -350,9 +350,9 @@ def test_a_linear_run_draws_the_forecasts_it_was_tested_on(tmp_path):
                           progress=False)
     run = load_run(out)
     drawn = forecast_windows(run, count=10_000)
-    assert len(drawn.index) == result["windows"]["test"] == 48
+    assert len(drawn.index) == result.windows["test"] == 48
     mse = float(np.mean((drawn.forecast - drawn.actual) ** 2))
-    assert mse == pytest.approx(result["mse"], rel=1e-9)
+    assert mse == pytest.approx(result.mse, rel=1e-9)
     page = Page(render_report(out))
     assert len(page.images) == 1 and "3 test windows" in "".join(page.text)
 

@@ -72,11 +72,11 @@ from qpriv.audits.sidechannel_report import (
 )
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.config import ModelConfig
+from qpriv.forecasting.methods import ACCOUNTINGS
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.quantum.states import amplitude_encode_with_mask
 
-ACCOUNTINGS = ("paper", "rigorous")
 DEFAULT_SCALES = (0.5, 2.0, 10.0)
 STATE_TOLERANCE = 1e-9
 OUTPUT_TOLERANCE = 1e-9

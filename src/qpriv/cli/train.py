@@ -30,7 +30,6 @@ from qpriv.forecasting.methods import (
 )
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.budget import FEATURE_PATH_DELTA
-from qpriv.privacy.claims import PrivacyClaim
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -147,9 +146,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:  # the run is written: say what it is before the report's one line
         report, failed = None, err
     if args.json:
-        emit_json(result if report is None else {**result, "report": str(report)})
+        record = result.to_json()
+        emit_json(record if report is None else {**record, "report": str(report)})
     else:
-        _print_result(ForecastResult.from_json(result))
+        _print_result(result)
         if args.out:
             print(f"  written to {args.out}")
             if report is not None:
@@ -191,7 +191,7 @@ def _print_result(result: ForecastResult) -> None:
         scores = "no test MSE (no epoch had a finite validation loss)"
     elif result.epochs is None:  # fitted in closed form
         scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), val MSE "
-                  f"{result.val_loss:.4f}, fitted in {result.raw.get('seconds', 0.0):.2f} s")
+                  f"{result.val_loss:.4f}, fitted in {result.seconds or 0.0:.2f} s")
     else:
         scores = (f"test MSE {result.mse:.4f}, MAE {result.mae:.4f} (z-scored), best val loss "
                   f"{result.val_loss:.4f} at epoch {result.best_epoch}/{result.epochs}, "
@@ -213,12 +213,9 @@ def _print_result(result: ForecastResult) -> None:
     if result.noise_scales:
         print("  noise          " + ", ".join(f"{name} = {value:.4g}"
                                               for name, value in result.noise_scales.items()))
-    for unit in ("token", "window", "record"):
-        entry = result.rigorous.get(f"eps_{unit}")
-        if entry:
-            claim = PrivacyClaim.from_json(entry)
-            print(f"  eps {unit:<10} {claim.value:.4g} at delta {claim.delta:g} "
-                  f"({claim.kind}, accounting={claim.accounting})")
+    for unit, claim in result.rigorous_claims.items():
+        print(f"  eps {unit:<10} {claim.value:.4g} at delta {claim.delta:g} "
+              f"({claim.kind}, accounting={claim.accounting})")
     if result.rigorous.get("covers"):
         print(f"  rigorous eps hold for {result.rigorous['covers']}")
     for note in result.privacy_notes:  # some run to 400 characters: wrapped, not one line

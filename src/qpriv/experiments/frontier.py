@@ -135,7 +135,7 @@ def run_linear_cell(cell: Cell, *, unit: str | None, budget: Budget, out_dir: Pa
         return run_forecast(dataset=cell.dataset, horizon=cell.horizon, method=cell.method,
                             eps=cell.eps, seed=cell.seed, unit=unit, out_dir=run_dir,
                             progress=False, threads=threads,
-                            **data_arguments(csv, data_dir=data_dir), **settings)
+                            **data_arguments(csv, data_dir=data_dir), **settings).to_json()
 
     def same(kept: dict) -> bool:
         return kept.get("seq_len") == settings["seq_len"] and kept.get("unit") == unit

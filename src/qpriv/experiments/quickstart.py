@@ -385,7 +385,7 @@ def run_quickstart(
                     max_eval_windows=quick_plan.max_eval_windows,
                     eval_passes=quick_plan.eval_passes, out_dir=run_dir, resume=resume,
                     progress=progress, data_dir=data_dir, threads=THREADS,
-                )
+                ).to_json()  # the rows the table prints and --json writes
             results.append({"label": planned.run.label, **result})
             if on_result is not None:
                 on_result(planned, result, time.perf_counter() - tic)

@@ -238,7 +238,7 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
             overrides=overrides or None, out_dir=run_dir,
             resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
             threads=threads, rigorous=budget.rigorous, **data_arguments(csv, data_dir=data_dir),
-        )
+        ).to_json()
 
     cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),
                 store="by-compute")

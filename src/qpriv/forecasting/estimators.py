@@ -26,7 +26,7 @@ from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.methods import LINEAR, METHODS
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
-from qpriv.privacy.budget import GLOBAL_DELTA
+from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA
 from qpriv.privacy.claims import PrivacyClaim
 
 __all__ = ["DPLinearForecaster", "Forecaster", "PublicForecaster", "RidgeForecaster",
@@ -94,9 +94,9 @@ class Forecaster:
         return self
 
     def _adopt(self, run: LinearRun | LoadedRun, data: Data | None,
-               result: Mapping[str, Any] | None = None) -> None:
+               result: ForecastResult | None = None) -> None:
         self.run_ = run
-        self.result_ = ForecastResult.from_json(result) if result is not None else run.result
+        self.result_ = run.result if result is None else result
         self.claims_: tuple[PrivacyClaim, ...] = tuple(self.result_.claims.values())
         self._data = data
 
@@ -252,12 +252,26 @@ def load(directory: str | Path, *, data_dir: str | Path | None = None) -> Foreca
         estimator: Forecaster = TransformerForecaster(method=method)
     else:
         estimator = cls()
-    known = {key: request[key] for key in estimator.get_params()
-             if key in request and key != "method" and request[key] is not None}
-    estimator.set_params(**known)
+    estimator.set_params(**_recorded_settings(request, estimator.get_params()))
     source = request.get("source") or None
     estimator._adopt(run, source if source and Path(source).is_file() else None)
     return estimator
+
+
+def _recorded_settings(request: Mapping[str, Any], params: Mapping[str, Any]
+                       ) -> dict[str, Any]:
+    """The settings among ``params`` that config.json records, as a new fit takes them back: a
+    backbone run records the feature path's delta even where it used none (the default, which
+    the methods without a feature path refuse as a setting), an empty ``overrides`` for none,
+    and its batch with the training configuration."""
+    if (request.get("model") or {}).get("family") == LINEAR:
+        recorded = dict(request)
+    else:
+        recorded = {**request, "batch_size": (request.get("train") or {}).get("batch_size")}
+        if recorded.get("delta") == FEATURE_PATH_DELTA and recorded.get("accounting") == "paper":
+            del recorded["delta"]
+    return {key: recorded[key] for key in params
+            if key != "method" and recorded.get(key) not in (None, {})}
 
 
 def _source(data: Data, *, data_dir: str | Path | None,

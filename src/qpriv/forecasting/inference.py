@@ -401,11 +401,7 @@ class ForecastingRun(ABC):
         entries = self.result.raw.get("claims")
         claims = ([PrivacyClaim.from_json(e) for e in entries] if isinstance(entries, list)
                   else list(self.result.claims.values()))
-        for unit in ("token", "window", "record"):
-            entry = self.result.rigorous.get(f"eps_{unit}")
-            if isinstance(entry, Mapping):
-                claims.append(PrivacyClaim.from_json(entry))
-        return tuple(claims)
+        return (*claims, *self.result.rigorous_claims.values())
 
     @property
     def default_passes(self) -> int:

@@ -1,12 +1,12 @@
-"""The run of a linear forecaster: data -> closed-form fit -> metrics and claims -> JSON.
+"""The run of a linear forecaster: data -> closed-form fit -> metrics and claims -> result.
 
 :func:`qpriv.forecasting.run.run_forecast` hands the linear family of the method registry
 (``public``, ``ridge``, ``dp-linear``; :mod:`qpriv.forecasting.linear`) to :func:`run_linear`.
 The run writes the same files as a backbone run where they apply (``config.json`` first, then
-the kernel and ``result.json``, atomically), and its result has the same top-level fields
-(``mse``, ``mae`` on the z-scored test split, ``original_units`` per channel, ``val_loss``,
-``windows``, ``privacy``), with every privacy claim in ``claims`` and DP's headline claim as
-``eps``.
+the kernel and ``result.json``, atomically), and returns the same typed
+:class:`~qpriv.forecasting.records.ForecastResult` (``mse``, ``mae`` on the z-scored test split,
+``original_units`` per channel, ``val_loss``, ``windows``, ``privacy``), with DP's claim as
+``claims["eps"]`` (result.json lists every claim under ``claims``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from qpriv.forecasting.linear_dpsgd import (
 from qpriv.forecasting.methods import LINEAR, RECOMMENDED
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
+from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.budget import GLOBAL_DELTA
@@ -90,7 +91,7 @@ def run_linear(
     max_eval_windows: int | None,
     out_dir: str | Path | None, resume: bool, threads: int | None,
     csv_format: CsvFormat | None = None,
-) -> dict:
+) -> ForecastResult:
     """Fit and test one linear forecaster (see :func:`qpriv.forecasting.run.run_forecast`,
     whose checks have run: ``eps`` is the method's budget and ``unit`` one it offers).
 
@@ -135,7 +136,7 @@ def run_linear(
         finished = open_run(out, request, resume=resume,
                             ignore={"source"} if data.dataset in DATASETS else ())
         if finished is not None:
-            return finished
+            return ForecastResult.from_json(finished)
         tic = time.perf_counter()
         model, claims = _fit(method, data, spec=spec, eps=eps, delta=delta, unit=unit,
                              seed=seed, clip_range=clip_range, scaler=scaler, select=select,
@@ -180,7 +181,8 @@ def run_linear(
         np.savez(buffer, kernel=model.kernel)
         atomic_write_bytes(out / LINEAR_MODEL_FILE, buffer.getvalue())
         atomic_write_json(out / RESULT_FILE, result)
-    return result
+    # typed from the very object result.json holds: a run and its resume read the same
+    return ForecastResult.from_json(result)
 
 
 def _checked_settings(method: str, *, eps: float | None, delta: float | None,

@@ -170,6 +170,9 @@ ones (dp-linear, DP-SGD); :func:`run_budget` types it by which."""
 DEFAULT_EPOCHS = 20
 """Training epochs of a backbone method that names none (the LDPT paper's)."""
 ACCOUNTINGS = ("paper", "rigorous")
+"""How an LDPT run's channel is calibrated and accounted (``accounting=``): the paper's per-pass
+eps_s, or the rigorous record-level eps over the whole training; the run and its side-channel
+audit take the same two."""
 
 
 def run_budget(name: str, *, eps: float | None = None, eps_total: float | None = None,

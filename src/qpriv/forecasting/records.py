@@ -1,10 +1,11 @@
 """A forecasting run's request (config.json) and result (result.json), typed.
 
-:func:`qpriv.forecasting.run.run_forecast` writes both files as JSON objects; the loader, the
-experiment runner, the audits and the membership attack read them through these two views
-rather than by string keys, so that a field renamed or missing is caught in one place. The JSON
-stays the stored form (``raw``): older runs, whose files lack later keys, read back with the
-defaults their version ran with.
+:func:`qpriv.forecasting.run.run_forecast` returns a :class:`ForecastResult` and writes both
+files as JSON objects; the loader, the experiment runner, the audits and the membership attack
+read them back through these two views rather than by string keys, so that a field renamed or
+missing is caught in one place. The JSON stays the stored form (``raw``, :meth:`ForecastResult.
+to_json`): older runs, whose files lack later keys, read back with the defaults their version
+ran with.
 
 Example:
 
@@ -17,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,9 @@ from qpriv.privacy.claims import Kind, PrivacyClaim
 CLAIM_KEYS = ("eps_per_pass", "eps_basic", "eps_advanced", "eps", "eps_total")
 """The result keys that hold privacy claims: the paper's per-pass and composed LDPT numbers,
 DP-SGD's global (eps, delta) and the rigorous record-level budget."""
+RIGOROUS_UNITS = ("token", "window", "record")
+"""The units of the rigorous feature-path claims an LDPT result holds beside the paper's
+(``rigorous["eps_<unit>"]``)."""
 
 
 def _number(value: Any) -> float | None:
@@ -109,7 +114,13 @@ class ForecastResult:
     when training diverged before any finite validation loss. ``original_units`` holds the
     test MSE and MAE per channel in the data's own units (``{"mse": {channel: value}, "mae":
     {...}}``; None for a run from before they were recorded, or without a test number).
-    ``raw`` is the whole object."""
+    ``claims`` are the run's privacy claims by result key (:data:`CLAIM_KEYS`),
+    ``rigorous_claims`` the rigorous token, window and record claims of an LDPT run by unit
+    (the rest of that accounting, what it covers and assumes, in ``rigorous``). ``seq_len``,
+    ``seed`` (None: a secret one), ``unit`` (a linear method's), ``seconds`` (a closed-form
+    fit's wall time), ``params`` (parameter counts: ``total``, per group, the paper's) and
+    ``model`` (the model's settings) are as the run recorded them. ``raw`` is the whole
+    object, the form :meth:`to_json` gives and result.json holds."""
 
     method: str
     best_epoch: int
@@ -124,7 +135,12 @@ class ForecastResult:
     diverged_epoch: int | None = None
     seconds_per_epoch: float | None = None
     windows: Mapping[str, int] = field(default_factory=dict)
-    params_total: int | None = None
+    seq_len: int | None = None
+    seed: int | None = None
+    unit: str | None = None
+    seconds: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    model: Mapping[str, Any] = field(default_factory=dict)
     p: float | None = None
     gamma: float | None = None
     sigma: float | None = None
@@ -133,6 +149,7 @@ class ForecastResult:
     rigorous_calibration: Mapping[str, Any] | None = None
     history: tuple[Mapping[str, Any], ...] = ()
     claims: Mapping[str, PrivacyClaim] = field(default_factory=dict)
+    rigorous_claims: Mapping[str, PrivacyClaim] = field(default_factory=dict)
     rigorous: Mapping[str, Any] = field(default_factory=dict)
     privacy_notes: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -143,6 +160,10 @@ class ForecastResult:
         try:
             claims = {key: PrivacyClaim.from_json(data[key]) for key in CLAIM_KEYS
                       if isinstance(data.get(key), Mapping)}
+            rigorous = dict(data.get("rigorous") or {})
+            rigorous_claims = {unit: PrivacyClaim.from_json(rigorous[f"eps_{unit}"])
+                               for unit in RIGOROUS_UNITS
+                               if isinstance(rigorous.get(f"eps_{unit}"), Mapping)}
             return cls(
                 method=str(data["method"]), best_epoch=int(data.get("best_epoch") or 0),
                 privacy=str(data.get("privacy", "none")), dataset=str(data.get("dataset", "")),
@@ -152,15 +173,17 @@ class ForecastResult:
                 val_loss=_number(data.get("val_loss")),
                 diverged_epoch=data.get("diverged_epoch"),
                 seconds_per_epoch=_number(data.get("seconds_per_epoch")),
-                windows=dict(data.get("windows") or {}),
-                params_total=(data.get("params") or {}).get("total"),
+                windows=dict(data.get("windows") or {}), seq_len=data.get("seq_len"),
+                seed=data.get("seed"), unit=data.get("unit"),
+                seconds=_number(data.get("seconds")), params=dict(data.get("params") or {}),
+                model=dict(data.get("model") or {}),
                 p=_number(data.get("p")), gamma=_number(data.get("gamma")),
                 sigma=_number(data.get("sigma")),
                 noise_multiplier=_number(data.get("noise_multiplier")),
                 calibration=data.get("calibration"),
                 rigorous_calibration=data.get("rigorous_calibration"),
                 history=tuple(data.get("history") or ()), claims=claims,
-                rigorous=dict(data.get("rigorous") or {}),
+                rigorous_claims=rigorous_claims, rigorous=rigorous,
                 privacy_notes=tuple(data.get("privacy_notes") or ()), raw=dict(data))
         except KeyError as exc:
             raise InvalidInputError(f"result.json lacks {exc}: not a qpriv forecasting run's "
@@ -169,6 +192,16 @@ class ForecastResult:
             raise InvalidInputError(f"result.json holds a value of the wrong type ({exc}): "
                                     "not a qpriv forecasting run's result as written, or "
                                     "edited by hand") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as result.json holds it (a copy): what a run folder, a grid's cell or
+        ``--json`` writes."""
+        return copy.deepcopy(dict(self.raw))
+
+    @property
+    def params_total(self) -> int | None:
+        """The model's parameter count (None for a run that recorded none)."""
+        return self.params.get("total")
 
     @property
     def eps_per_pass(self) -> float | None:

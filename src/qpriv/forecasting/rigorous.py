@@ -28,6 +28,7 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.datasets import cache_root
 from qpriv.forecasting.methods import MethodSetup, replace_config
+from qpriv.forecasting.records import RIGOROUS_UNITS
 from qpriv.privacy.calibration import DEFAULT_D
 from qpriv.privacy.claims import COVERS_FEATURES_WINDOW_PASS, Kind
 from qpriv.privacy.feature_path.accountant import account, rigorous_notes
@@ -35,7 +36,6 @@ from qpriv.privacy.feature_path.rigorous_calibration import rigorous_calibration
 from qpriv.progress import say
 from qpriv.runs.cache import cached_json
 
-RIGOROUS_UNITS = ("token", "window", "record")
 RIGOROUS_PRIVACY = ("rigorous (eps, delta) per record over training of the quantum features "
                     "the channel releases, trace-distance neighbourhood; the trained weights are "
                     "not covered (the forecast targets reach them without the channel)")

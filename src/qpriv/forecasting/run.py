@@ -1,4 +1,4 @@
-"""The front door of a forecasting run: data -> method -> model -> trainer -> metrics -> JSON.
+"""The front door of a forecasting run: data -> method -> model -> trainer -> metrics -> result.
 
 Example::
 
@@ -6,9 +6,10 @@ Example::
 
     result = run_forecast(dataset="ETTh1", horizon=24, method="ldpt", eps=0.1, epochs=20,
                           out_dir="runs/ldpt-eps0.1")
-    result["mse"], result["eps_per_pass"]["value"], result["eps_advanced"]["value"]
+    result.mse, result.claims["eps_per_pass"].value, result.claims["eps_advanced"].value
 
-Every input is validated before anything is written. With ``out_dir`` the run writes
+The result is a typed :class:`~qpriv.forecasting.records.ForecastResult`. Every input is
+validated before anything is written. With ``out_dir`` the run writes
 ``config.json`` (what was asked), ``checkpoint.pt`` after every epoch, ``best.pt`` (the
 best-validation weights) and, at the end, ``result.json``, each atomically; ``resume=True``
 continues a killed run from its checkpoint to the same result as an uninterrupted one.
@@ -28,7 +29,7 @@ from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS
-from qpriv.forecasting.inference import InferenceRecord, source_notes
+from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear_run import run_linear
 from qpriv.forecasting.methods import (
     DEFAULT_EPOCHS,
@@ -43,45 +44,23 @@ from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
-from qpriv.forecasting.records import CLAIM_KEYS
-from qpriv.forecasting.rigorous import (
-    RIGOROUS_PRIVACY,
-    TARGETS_NOTE,
-    neighbourhood_notes,
-    rigorous_setup,
-    rigorous_summary,
-    signed_neighbourhood,
-)
-from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData, load_forecasting_data
+from qpriv.forecasting.records import ForecastResult
+from qpriv.forecasting.rigorous import RIGOROUS_PRIVACY, rigorous_setup, rigorous_summary
+from qpriv.forecasting.run_claims import name_the_source, run_claims
+from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA, PrivacyTarget, Spend
 from qpriv.privacy.calibration import MAX_EPS
-from qpriv.privacy.claims import (
-    COVERS_FEATURES_OVER_TRAINING,
-    COVERS_FEATURES_PER_PASS,
-    COVERS_INPUT_PER_PASS,
-    Accounting,
-    Kind,
-    PrivacyClaim,
-    Unit,
-)
-from qpriv.privacy.composition import advanced_composition, basic_composition
+from qpriv.privacy.claims import Kind
+from qpriv.privacy.composition import advanced_composition
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
-from qpriv.privacy.feature_path.accountant import rigorous_notes
-from qpriv.privacy.randomness import randomness_note, run_seed
+from qpriv.privacy.randomness import run_seed
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 from qpriv.threads import check_threads, torch_threads
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import (
-    DIVERGENCE_NOTE,
-    HISTORY_NOTE,
-    StepStrategy,
-    TrainConfig,
-    Trainer,
-    TrainResult,
-)
+from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer, TrainResult
 
 DEFAULT_DELTA_PRIME = 1e-6
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": FEATURE_PATH_DELTA,
@@ -102,39 +81,20 @@ def read_request(path: Path) -> dict:
 
 
 def run_forecast(
-    *,
-    dataset: str = "ETTh1",
-    csv: str | Path | None = None,
-    columns: Sequence[str] | None = None,
-    horizon: int = 24,
-    method: str = RECOMMENDED,
-    eps: float | None = None,
-    eps_total: float | None = None,
-    epochs: int | None = None,
-    batch_size: int | None = None,
-    seed: int | None = 2024,
-    max_train_windows: int | None = None,
-    max_eval_windows: int | None = None,
-    out_dir: str | Path | None = None,
-    resume: bool = False,
-    progress: bool = True,
-    data_dir: str | Path | None = None,
-    threads: int | None = None,
-    seq_len: int = 336,
-    eval_passes: int = 1,
-    overrides: Mapping[str, Any] | None = None,
-    delta_prime: float = DEFAULT_DELTA_PRIME,
-    accounting: str = "paper",
-    delta: float | None = None,
-    rigorous: bool = True,
-    unit: str | None = None,
-    clip_range: float | None = None,
-    scaler: str | None = None,
-    select: str | None = None,
-    period: int | None = None,
-    keep_checkpoints: bool = False,
+    *, dataset: str = "ETTh1", csv: str | Path | None = None,
+    columns: Sequence[str] | None = None, horizon: int = 24, method: str = RECOMMENDED,
+    eps: float | None = None, eps_total: float | None = None, epochs: int | None = None,
+    batch_size: int | None = None, seed: int | None = 2024,
+    max_train_windows: int | None = None, max_eval_windows: int | None = None,
+    out_dir: str | Path | None = None, resume: bool = False, progress: bool = True,
+    data_dir: str | Path | None = None, threads: int | None = None, seq_len: int = 336,
+    eval_passes: int = 1, overrides: Mapping[str, Any] | None = None,
+    delta_prime: float = DEFAULT_DELTA_PRIME, accounting: str = "paper",
+    delta: float | None = None, rigorous: bool = True, unit: str | None = None,
+    clip_range: float | None = None, scaler: str | None = None, select: str | None = None,
+    period: int | None = None, keep_checkpoints: bool = False,
     csv_format: CsvFormat | None = None,
-) -> dict:
+) -> ForecastResult:
     """Train and test one forecaster; return (and, with ``out_dir``, write) the result.
 
     Examples:
@@ -144,9 +104,10 @@ def run_forecast(
         ...                       max_train_windows=64, max_eval_windows=32, progress=False,
         ...                       rigorous=False, overrides={"d_model": 16, "n_heads": 2,
         ...                                                  "d_ff": 32, "n_shots": 64})
-        >>> result["eps_per_pass"]["value"], result["eps_per_pass"]["accounting"]
+        >>> claim = result.claims["eps_per_pass"]
+        >>> claim.value, str(claim.accounting)
         (0.5, 'paper')
-        >>> result["mse"] > 0
+        >>> result.mse > 0
         True
 
     Args:
@@ -174,7 +135,7 @@ def run_forecast(
             default only the best weights, ``best.pt``, stay beside the result); refused for
             the linear family, which writes no checkpoints.
         resume: continue the run in ``out_dir`` from its checkpoint (same settings required);
-            a finished run's ``result.json`` is returned as it is.
+            a finished run's ``result.json`` is read back as it is.
         progress: a tqdm bar per epoch on stderr.
         threads: torch CPU threads for this run (restored afterwards); None leaves them.
         overrides: model settings that replace the method's (ablations), e.g.
@@ -194,17 +155,12 @@ def run_forecast(
             timestamps, :func:`qpriv.forecasting.seasonality.seasonal_period`).
 
     Returns:
-        The result: ``mse``, ``mae`` (z-scored test set, one pass at the evaluation seed; with
-        ``eval_passes > 1`` also means and stds), ``original_units`` (the same pass's test
-        MSE and MAE per channel in the data's own units,
-        :func:`qpriv.forecasting.metrics.original_units`), ``val_loss``, ``best_epoch``,
-        ``epochs``,
-        ``diverged_epoch`` (the epoch whose loss was not finite and ended training, None if
-        none; the test numbers are then the best earlier epoch's, or None when there is
-        none), ``seconds_per_epoch``, ``params`` (per group, with the paper's), ``method``,
-        ``eps_per_pass`` and, for LDPT, ``p``, ``gamma``, ``sigma``, ``calibration``,
-        ``eps_basic``, ``eps_advanced``; every privacy number as ``{"value", "kind",
-        "accounting"}``.
+        The run's :class:`~qpriv.forecasting.records.ForecastResult` (result.json holds its
+        JSON form, ``to_json()``): test ``mse`` and ``mae`` (z-scored; None when training
+        diverged before any finite validation loss), ``original_units``, ``val_loss``,
+        ``best_epoch``, ``diverged_epoch``, ``params``, the noise (``p``, ``gamma``,
+        ``sigma``, ...) and every privacy number a typed ``PrivacyClaim`` (``claims``, and
+        for LDPT ``rigorous_claims``).
 
     Raises:
         InvalidInputError: any bad argument (before any file is written), a missing dataset,
@@ -229,28 +185,58 @@ def run_forecast(
             period=period, seed=seed, max_train_windows=max_train_windows,
             max_eval_windows=max_eval_windows, out_dir=out_dir, resume=resume, threads=threads,
             csv_format=csv_format)
-    for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
-        if value is not None:
-            raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
-                                f"none: leave {{{name}}} out")
-    if period is not None:
-        raise ArgumentError(f"{{period}} sets the linear forecasters' seasonal period; method "
-                            f"{method!r} learns its own: leave {{period}} out")
+    _refuse_linear_settings(method, clip_range=clip_range, scaler=scaler, select=select,
+                            period=period)
     plan = _plan(method, target=target, delta=delta, seq_len=seq_len, horizon=horizon,
                  overrides=overrides, epochs=epochs, batch_size=batch_size, seed=seed,
                  eval_passes=eval_passes, progress=progress)
+    return _run_backbone(
+        plan, method=method, target=target, accounting=accounting, delta_prime=delta_prime,
+        asked=_DataRequest(dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
+                           seq_len=seq_len, horizon=horizon, max_train_windows=max_train_windows,
+                           max_eval_windows=max_eval_windows, csv_format=csv_format),
+        overrides=overrides, seed=seed, eval_passes=eval_passes, out_dir=out_dir,
+        resume=resume, threads=threads, rigorous=rigorous, progress=progress,
+        keep_checkpoints=keep_checkpoints)
+
+
+@dataclass(frozen=True)
+class _DataRequest:
+    """The data a backbone run asked for, as :func:`load_forecasting_data` takes it."""
+
+    dataset: str
+    csv: str | Path | None
+    columns: Sequence[str] | None
+    data_dir: str | Path | None
+    seq_len: int
+    horizon: int
+    max_train_windows: int | None
+    max_eval_windows: int | None
+    csv_format: CsvFormat | None
+
+    def load(self) -> ForecastData:
+        return load_forecasting_data(
+            self.dataset, csv=self.csv, columns=self.columns, seq_len=self.seq_len,
+            horizon=self.horizon, data_dir=self.data_dir,
+            max_train_windows=self.max_train_windows, max_eval_windows=self.max_eval_windows,
+            csv_format=self.csv_format)
+
+
+def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, accounting: str,
+                  delta_prime: float, asked: _DataRequest, overrides: Mapping[str, Any] | None,
+                  seed: int | None, eval_passes: int, out_dir: str | Path | None, resume: bool,
+                  threads: int | None, rigorous: bool, progress: bool,
+                  keep_checkpoints: bool) -> ForecastResult:
+    """:func:`run_forecast` for a method of the LDPT backbone, its settings checked and
+    planned: check the rest, load the data, train (or read the finished run back), state
+    the claims and write the result."""
     check_threads(threads)  # before anything is written
     if plan.setup.eps_per_pass is not None:
         advanced_composition(plan.setup.eps_per_pass, epochs=plan.epochs,
                              delta_prime=delta_prime)
     out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE))
-
     with torch_threads(threads) as used_threads:
-        data = load_forecasting_data(
-            dataset, csv=csv, columns=columns, seq_len=seq_len, horizon=horizon,
-            data_dir=data_dir, max_train_windows=max_train_windows,
-            max_eval_windows=max_eval_windows, csv_format=csv_format,
-        )
+        data = asked.load()
         setup = replace(plan.setup, config=replace(plan.setup.config,
                                                    n_channels=data.n_channels))
         plan = replace(plan, setup=setup)
@@ -261,29 +247,26 @@ def run_forecast(
                                           progress=progress)}
             if rigorous and setup.config.use_quantum and setup.config.p > 0
             and setup.privacy in (Kind.LOCAL_QDP, RIGOROUS_PRIVACY) else {})
-        request = _request(plan, data=data, csv_format=csv_format, method=method,
-                           target=target, accounting=accounting, overrides=overrides,
-                           delta_prime=delta_prime, seed=seed, eval_passes=eval_passes,
-                           max_train_windows=max_train_windows,
-                           max_eval_windows=max_eval_windows, user_csv=csv is not None,
-                           seq_len=seq_len, horizon=horizon)
+        request = _request(plan, data=data, asked=asked, method=method, target=target,
+                           accounting=accounting, overrides=overrides,
+                           delta_prime=delta_prime, seed=seed, eval_passes=eval_passes)
         # the file of a named dataset may be found elsewhere on resume (another
         # QPRIV_DATA_DIR, the user cache): it is verified against its published sha256, so
         # the bytes are the same and only a user CSV's path counts as a setting
         finished = open_run(out, request, resume=resume, defaults=ADDED_REQUEST_KEYS,
                             ignore={"source"} if data.dataset in DATASETS else ())
         if finished is not None:
-            return finished
+            return ForecastResult.from_json(finished)
         trained = _train(plan, data=data, strategy=strategy, out=out, resume=resume)
 
     result = {
-        "method": method, "dataset": data.dataset, "horizon": horizon, "seq_len": seq_len,
-        "seed": seed,
+        "method": method, "dataset": data.dataset, "horizon": asked.horizon,
+        "seq_len": asked.seq_len, "seed": seed,
         **_outcome(trained, data=data),
         **_feature_counts(trained.model),
-        **_privacy(setup, epochs=plan.epochs, delta_prime=delta_prime,
-                   strategy=trained.trainer.strategy.report(), target=target,
-                   delta=plan.delta, secret=plan.secret),
+        **run_claims(setup, epochs=plan.epochs, delta_prime=delta_prime,
+                     strategy=trained.trainer.strategy.report(), target=target,
+                     delta=plan.delta, secret=plan.secret),
         **rigorous_part,
         "model": setup.config.as_dict(),
         "train": plan.recorded_train,
@@ -292,28 +275,29 @@ def run_forecast(
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trained.trainer.device), "threads": used_threads},
     }
-    _name_the_source(result, source_sha256=request["source_sha256"])
+    name_the_source(result, source_sha256=request["source_sha256"])
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
         if not keep_checkpoints:  # the finished run keeps best.pt; resuming needs no more
             (out / CHECKPOINT_FILE).unlink(missing_ok=True)
-    return result
+    # typed from the very object result.json holds: a run and its resume read the same
+    return ForecastResult.from_json(result)
 
 
-def _request(plan: _Plan, *, data: ForecastData, csv_format: CsvFormat | None, method: str,
+def _request(plan: _Plan, *, data: ForecastData, asked: _DataRequest, method: str,
              target: PrivacyTarget | None, accounting: str,
              overrides: Mapping[str, Any] | None, delta_prime: float, seed: int | None,
-             eval_passes: int, max_train_windows: int | None, max_eval_windows: int | None,
-             user_csv: bool, seq_len: int, horizon: int) -> dict:
+             eval_passes: int) -> dict:
     """What a backbone run was asked, as config.json records it and a resume compares it."""
     setup = plan.setup
     return {
         "dataset": data.dataset, "source": str(data.source or ""),
-        "source_sha256": data.source_sha256 if user_csv else None,
-        "channels": list(data.channels), **format_setting(csv_format),
-        "seq_len": seq_len, "horizon": horizon, "method": method,
+        "source_sha256": data.source_sha256 if asked.csv is not None else None,
+        "channels": list(data.channels), **format_setting(asked.csv_format),
+        "seq_len": asked.seq_len, "horizon": asked.horizon, "method": method,
         "eps_per_pass": setup.eps_per_pass, "epochs": plan.epochs, "seed": seed,
-        "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
+        "max_train_windows": asked.max_train_windows,
+        "max_eval_windows": asked.max_eval_windows,
         "eval_passes": eval_passes, "overrides": dict(overrides or {}),
         "accounting": accounting, "delta": plan.delta,
         "eps": None if target is None else target.eps,
@@ -347,6 +331,18 @@ def _checked_target(entry: Method, *, eps: float | None, eps_total: float | None
             "eps_total (rigorous, record level)", target.eps, low=0.0,
             hint="a privacy budget must be > 0"))
     return target
+
+
+def _refuse_linear_settings(method: str, *, clip_range: float | None, scaler: str | None,
+                            select: str | None, period: int | None) -> None:
+    """Refuse the linear family's settings for a method of the backbone, which learns its own."""
+    for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
+        if value is not None:
+            raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
+                                f"none: leave {{{name}}} out")
+    if period is not None:
+        raise ArgumentError(f"{{period}} sets the linear forecasters' seasonal period; method "
+                            f"{method!r} learns its own: leave {{period}} out")
 
 
 def _refuse_training_settings(method: str, *, epochs: int | None, batch_size: int | None,
@@ -480,18 +476,6 @@ def _outcome(trained: _Trained, *, data: ForecastData) -> dict:
     }
 
 
-def _name_the_source(result: dict, *, source_sha256: str | None) -> None:
-    """A user's CSV: its digest escapes every guarantee, and each claim says so; then the
-    result's list of claims."""
-    source = list(source_notes(source_sha256))
-    for key in CLAIM_KEYS:
-        if source and isinstance(result.get(key), dict):
-            result[key] = {**result[key], "notes": [*result[key].get("notes", []), *source]}
-    if source:
-        result["privacy_notes"] = [*result.get("privacy_notes", []), *source]
-    result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
-
-
 def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
               ) -> StepStrategy | None:
     """The DP-SGD step for methods that ask for it, its noise multiplier from Opacus's
@@ -508,115 +492,6 @@ def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
         steps_per_epoch=steps // train_config.epochs, delta=spec["delta"],
         seed=derive_seed(train_config.seed, "dp-noise"), target_eps=spec["eps"],
     )
-
-
-SCALER_NOTE = ("the data loader's z-score scaler (the training split's per-channel mean and "
-               "std, 2C numbers) is fitted outside the mechanism and belongs with the model: "
-               "released in the clear and not accounted; the epsilon holds given it "
-               "(neighbouring data sets are taken to share it, since a changed value would "
-               "otherwise move every z-scored value of its channel)")
-"""Every guarantee a forecaster states leaves out the dataset scaler; each says so."""
-
-
-def _privacy(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
-             target: PrivacyTarget | None, delta: float, secret: bool) -> dict:
-    """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form.
-    ``secret``: the run's seed is secret (else recorded: every claim says what that means)."""
-    notes = list(setup.notes)
-    drawn = randomness_note(secret=secret)
-    if setup.privacy == RIGOROUS_PRIVACY:
-        # the calibration's own forward value can land a hair above the target (its worst
-        # pair is a numerical search): the claim states the larger
-        achieved = setup.rigorous["achieved"]["eps"]["value"]
-        eps_total = target.eps_total
-        claim = PrivacyClaim(
-            value=max(eps_total, achieved), delta=delta, kind=Kind.COMPOSED,
-            accounting=Accounting.RIGOROUS, unit=Unit.RECORD,
-            covers=COVERS_FEATURES_OVER_TRAINING,
-            notes=(TARGETS_NOTE, SCALER_NOTE,
-                   *rigorous_notes("record", d=setup.config.neighbour_d),
-                   *neighbourhood_notes(setup.config), drawn),
-            details={"epochs": epochs, "target": eps_total})
-        return {"privacy": setup.privacy, "eps_per_pass": None, "eps_total": claim.to_json(),
-                "p": setup.noise["p"], "gamma": setup.noise["gamma"],
-                "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,
-                "privacy_notes": notes}
-    if setup.privacy == Kind.GLOBAL_DP:
-        claim = PrivacyClaim.from_json(strategy["eps"])
-        claim_notes = [
-            "hyper-parameters and the validation split used for model selection are not "
-            "accounted",
-            "the unit is one window; one time step of the series lies in up to L + H "
-            "overlapping windows, so a record-level guarantee follows only by group privacy "
-            "over those windows, which at the paper's L + H (360 to 1056) gives no useful "
-            "epsilon",
-            "RevIN statistics are per window and inside the clipped gradient: covered",
-            WINDOW_COUNT_NOTE, HISTORY_NOTE, DIVERGENCE_NOTE, SCALER_NOTE, drawn]
-        return {"privacy": setup.privacy, "eps_per_pass": None,
-                "eps": replace(claim, notes=(*claim.notes, *claim_notes)).to_json(),
-                "noise_multiplier": strategy["noise_multiplier"],
-                "privacy_notes": [*notes, *claim_notes]}
-    if setup.privacy == Kind.LOCAL_DP:
-        eps = setup.eps_per_pass
-        delta = setup.noise["delta"]
-        mechanism = {"mechanism": "Gaussian (eq. 1), L2 sensitivity 1 assumed (input not "
-                                  "clipped)"}
-        per_pass = PrivacyClaim(
-            value=eps, delta=delta, kind=Kind.LOCAL_DP, accounting=Accounting.PAPER,
-            unit=Unit.TOKEN, covers=COVERS_INPUT_PER_PASS,
-            notes=(*setup.notes, SCALER_NOTE, drawn),
-            details=mechanism)
-        composed = replace(
-            per_pass, value=basic_composition(eps, epochs=epochs), kind=Kind.COMPOSED,
-            details={**mechanism, "composition": "basic (eq. 16), training passes only",
-                     "delta_total": epochs * delta, "epochs": epochs})
-        return {
-            "privacy": setup.privacy,
-            "eps_per_pass": per_pass.to_json(),
-            "eps_basic": composed.to_json(),
-            "sigma": setup.noise["input_sigma"],
-            "privacy_notes": [*notes, SCALER_NOTE, drawn],
-        }
-    if setup.privacy != Kind.LOCAL_QDP or setup.eps_per_pass is None:
-        extra = {"sigma": setup.noise["sigma"]} if "sigma" in setup.noise else {}
-        return {"privacy": setup.privacy, "eps_per_pass": None, **extra,
-                **({"privacy_notes": notes} if notes else {})}
-    eps = setup.eps_per_pass
-    cal = setup.calibration
-    bypass = ("RevIN's per-window mean and std reach the output without passing the channel "
-              "(a side channel)" if setup.config.normalisation == "revin" else
-              "normalisation fixed: no per-window statistic bypasses the channel")
-    claim_notes = (
-        "paper accounting counts one use of the channel per token and pass; the features "
-        "release N_s shots of every token, over all tokens and passes: see the rigorous "
-        "accounting",
-        TARGETS_NOTE, bypass, SCALER_NOTE, *neighbourhood_notes(setup.config), drawn)
-    neighbourhood = {"neighbourhood": (
-        signed_neighbourhood(setup.config) if setup.config.encoding == "signed"
-        else f"trace distance d = {cal.d:g} (full norm)")}
-    per_pass = PrivacyClaim(
-        value=eps, kind=Kind.LOCAL_QDP, accounting=Accounting.PAPER, unit=Unit.TOKEN,
-        covers=COVERS_FEATURES_PER_PASS, notes=claim_notes, details=neighbourhood)
-    over_training = replace(per_pass, kind=Kind.COMPOSED, covers=COVERS_FEATURES_OVER_TRAINING)
-    return {
-        "privacy": setup.privacy,
-        "eps_per_pass": per_pass.to_json(),
-        "eps_basic": replace(
-            over_training, value=basic_composition(eps, epochs=epochs),
-            details={**neighbourhood, "composition": "basic (eq. 16)", "epochs": epochs},
-        ).to_json(),
-        "eps_advanced": replace(
-            over_training,
-            value=advanced_composition(eps, epochs=epochs, delta_prime=delta_prime),
-            details={**neighbourhood, "composition": "advanced (eq. 17)", "epochs": epochs,
-                     "delta_prime": delta_prime},
-        ).to_json(),
-        "p": setup.config.p,
-        "gamma": cal.gamma,
-        "sigma": setup.config.sigma,
-        "calibration": cal.as_dict(),
-        "privacy_notes": [*notes, *claim_notes],
-    }
 
 
 def _feature_counts(model: LDPTForecaster) -> dict:

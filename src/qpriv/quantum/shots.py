@@ -300,8 +300,8 @@ def _inversion_counts(probs: Tensor, n_shots: int, *,
     return counts
 
 
-def _binomial_counts(probs: Tensor, n_shots: int, *,
-                     generator: torch.Generator | None) -> Tensor:
+def binomial_counts(probs: Tensor, n_shots: int, *,
+                    generator: torch.Generator | None) -> Tensor:
     """Counts (R, K) by conditional binomials (module docstring), one ``torch.binomial`` call
     per outcome over all R rows; rows need not be normalised (q_k / (q_k + ... + q_{K-1}))."""
     n_rows, n_outcomes = probs.shape
@@ -366,7 +366,7 @@ def multinomial_count_blocks(
     """
     n_rows, n_outcomes = probs.shape
     if _draws_binomials(probs, n_shots):
-        counts_of, rows_per_block = _binomial_counts, _BINOMIAL_ENTRIES // n_outcomes
+        counts_of, rows_per_block = binomial_counts, _BINOMIAL_ENTRIES // n_outcomes
     else:
         counts_of, rows_per_block = _block_counts, min(
             _SHOTS_PER_CHUNK // n_shots, _CELLS_PER_CHUNK // _n_cells(n_outcomes))

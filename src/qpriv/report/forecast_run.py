@@ -17,7 +17,6 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.linear import floor_and_reference
 from qpriv.forecasting.records import ForecastResult
-from qpriv.privacy.claims import PrivacyClaim
 from qpriv.report.document import (
     Block,
     Section,
@@ -106,9 +105,7 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
             ["channel", "test MSE", "test MAE"],
             [[name, value, units["mae"].get(name)] for name, value in units["mse"].items()]))
     named = [(key, claim) for key, claim in result.claims.items()]
-    named += [(f"rigorous {key}", PrivacyClaim.from_json(entry))
-              for key, entry in result.rigorous.items()
-              if key.startswith("eps_") and isinstance(entry, Mapping)]
+    named += [(f"rigorous eps_{unit}", claim) for unit, claim in result.rigorous_claims.items()]
     section.children.append(Section("Privacy claims", blocks=claims_blocks(
         named, run_notes=[str(note) for note in result.privacy_notes])))
     curves = Section("Learning curves")

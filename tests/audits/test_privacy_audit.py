@@ -20,6 +20,7 @@ from qpriv.audits.privacy_linear import (
     AUDIT_SHAPE,
     audit_dataset,
     audit_dp_linear,
+    game_ceiling,
     mechanism,
 )
 from qpriv.cli import main
@@ -84,6 +85,9 @@ def test_the_window_units_worst_canary_reaches_the_sensitivity_exactly(data):
     # just under 1: the released A is its upper triangle, whose change is slightly below the
     # Frobenius bound (qpriv.privacy.ssp's module docstring)
     assert 0.999 < correct.reach <= 1.0
+    # as tight as a finite game allows: near what a perfect test expects at 2000 trials
+    assert correct.ceiling == pytest.approx(game_ceiling(eps=5.0, delta=1e-6, trials=2000))
+    assert 0.8 * correct.ceiling < correct.lower_bound.value
     assert 0.5 < correct.lower_bound.value <= 5.0
     halved = audit_dp_linear(unit="window", eps=5.0, canary="worst", trials=2000, data=data,
                              bug="half-noise")
@@ -95,6 +99,15 @@ def test_the_kernel_alone_tells_the_attacker_less(data):
     statistics = audit_dp_linear(unit="window", eps=5.0, trials=1000, data=data)
     kernel = audit_dp_linear(unit="window", eps=5.0, trials=1000, data=data, observe="kernel")
     assert kernel.lower_bound.value <= statistics.lower_bound.value <= 5.0
+
+
+def test_the_games_ceiling_is_the_perfect_tests_expected_bound():
+    """No power at eps 0.1; at eps 5 and 10,000 trials about 2.24 (the false-positive rate's
+    Clopper-Pearson end caps it); more trials raise it."""
+    assert game_ceiling(eps=0.1, delta=1e-6, trials=10_000) == 0.0
+    assert game_ceiling(eps=5.0, delta=1e-6, trials=10_000) == pytest.approx(2.243, abs=0.01)
+    assert game_ceiling(eps=5.0, delta=1e-6, trials=2000) < \
+        game_ceiling(eps=5.0, delta=1e-6, trials=10_000) < 5.0
 
 
 def test_one_run_bound_matches_its_closed_form():

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from qpriv.audits.lower_bound import clopper_pearson, epsilon_from_rates, planned_threshold
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
@@ -287,6 +288,22 @@ def _statistics_scorer(pair: CanaryPair) -> Callable[[np.random.Generator, Linea
     return score
 
 
+def game_ceiling(*, eps: float, delta: float, trials: int, confidence: float = 0.95) -> float:
+    """The bound a perfect test can expect from this game on a mechanism that is exactly the
+    claim's Gaussian (noise multiplier z, a canary at the sensitivity): the two sides' scores
+    are N(0, 1) and N(1/z, 1), the rates sit at their expected values, and the threshold is
+    the best on a fine grid. A finite game cannot certify more, so a bound is tight when it is
+    near this, not near the claim."""
+    shift = 1.0 / gaussian_noise_multiplier(eps=eps, delta=delta)
+    thresholds = np.linspace(-4.0, shift + 8.0, 4001)
+    hits = np.round(scipy.stats.norm.sf(thresholds - shift) * trials)
+    false_hits = np.round(scipy.stats.norm.sf(thresholds) * trials)
+    tpr_lower, _ = clopper_pearson(hits, trials, confidence=confidence)
+    _, fpr_upper = clopper_pearson(false_hits, trials, confidence=confidence)
+    return float(np.max(epsilon_from_rates(tpr_lower=tpr_lower, fpr_upper=fpr_upper,
+                                           delta=delta)))
+
+
 @dataclass(frozen=True)
 class LinearAudit:
     """The game's outcome: the bound at the claim's delta, the rates behind it, the canary."""
@@ -301,6 +318,7 @@ class LinearAudit:
     fpr_upper: float
     threshold: float
     reach: float
+    ceiling: float
     canary: dict[str, Any]
     seconds: float
 
@@ -309,7 +327,8 @@ class LinearAudit:
         return {"claim": self.claim.to_json(), "lower_bound": self.lower_bound.to_json(),
                 "trials": self.trials, "confidence": self.confidence, "tpr": self.tpr,
                 "fpr": self.fpr, "tpr_lower": self.tpr_lower, "fpr_upper": self.fpr_upper,
-                "threshold": self.threshold, "reach": self.reach, "canary": self.canary,
+                "threshold": self.threshold, "reach": self.reach, "ceiling": self.ceiling,
+                "canary": self.canary,
                 "seconds": self.seconds}
 
 
@@ -381,5 +400,7 @@ def audit_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: float = 1e
         claim=claim, lower_bound=bound, trials=trials, confidence=confidence,
         tpr=hits / trials, fpr=false_hits / trials, tpr_lower=float(tpr_lower),
         fpr_upper=float(fpr_upper), threshold=threshold,
-        reach=_normalised_change(pair.first, pair.second), canary=pair.canary,
+        reach=_normalised_change(pair.first, pair.second),
+        ceiling=game_ceiling(eps=eps, delta=delta, trials=trials, confidence=confidence),
+        canary=pair.canary,
         seconds=time.perf_counter() - start)

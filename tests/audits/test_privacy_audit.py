@@ -14,7 +14,7 @@ import torch
 
 import qpriv.audits.privacy as privacy_front
 import qpriv.training.dpsgd as training_dpsgd
-from qpriv.audits.privacy import audit_privacy, run_settings
+from qpriv.audits.privacy import run_settings
 from qpriv.audits.privacy_dpsgd import audit_dpsgd_one_run, one_run_epsilon, one_run_p_value
 from qpriv.audits.privacy_linear import (
     AUDIT_SHAPE,
@@ -24,6 +24,7 @@ from qpriv.audits.privacy_linear import (
     mechanism,
 )
 from qpriv.cli import main
+from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import fit_dp_linear
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import LOWER_BOUND, Unit
@@ -165,7 +166,27 @@ def test_bad_requests_are_one_line_and_exit_2(capsys, argv, words):
     assert words in err and len(err.strip().splitlines()) == 1
 
 
-def test_not_private_run_folder_is_refused(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({"method": "ridge", "eps": None}))
-    with pytest.raises(Exception, match="not a private run"):
-        audit_privacy(**run_settings(tmp_path))
+@pytest.mark.parametrize("config, words", [
+    ({"method": "ridge", "eps": None}, "no privacy audit"),
+    ({"method": "ldpt", "eps": None, "eps_per_pass": 0.1}, "qpriv audit channel"),
+    ({"model": "mlp", "eps": None}, "without a budget"),
+    ({"dataset": "ETTh1"}, "names no method"),
+])
+def test_a_run_folder_without_an_audited_claim_is_refused(tmp_path, config, words):
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(InvalidInputError, match=words):
+        run_settings(tmp_path)
+
+
+def test_a_trained_dp_linear_run_is_audited_at_its_settings(tmp_path, capsys):
+    csv_path = tmp_path / "series.csv"
+    audit_dataset(seed=1, rows=1200).to_csv(csv_path)
+    run = tmp_path / "run"
+    assert main(["train", "--method", "dp-linear", "--csv", str(csv_path), "--unit", "window",
+                 "--eps", "2", "--seq-len", "96", "--horizon", "24", "--out", str(run),
+                 "--json"]) == 0
+    capsys.readouterr()
+    assert main(["audit", "privacy", str(run), "--trials", "500", "--json"]) == 0
+    out = _last_json(capsys)
+    assert (out["claim"]["value"], out["claim"]["unit"]) == (2.0, "window")
+    assert out["lower_bound"]["value"] <= 2.0 and out["trials"] == 500

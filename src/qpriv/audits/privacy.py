@@ -86,12 +86,28 @@ AUDITS: dict[str, MethodAudit] = {
 }
 """Every audited method (the ``--method`` of ``qpriv audit privacy``)."""
 NOT_YET_AUDITED = {
+    "ldpt": "its per-pass claim covers the quantum features, not the weights: qpriv audit "
+            "channel and qpriv account's distinguishing game audit it",
+    "dpsgd": "its DP-SGD shares the classifiers' clipping and noise "
+             "(qpriv.training.dpsgd.clip_and_noise), which the classifier audit covers; a "
+             "one-run game on the transformer's windows is not written yet",
     "dpsgd-linear": "its DP-SGD shares the classifiers' clipping and noise "
                     "(qpriv.training.dpsgd.clip_and_noise), which the classifier audit covers; "
                     "a one-run game on its windows is not written yet",
     "fed-dp-linear": "federated dp-linear is audited by the many-run game on the sum the "
                      "server sees once the method exists: add its entry to AUDITS",
 }
+
+
+def _audited(method: str) -> MethodAudit:
+    """``method``'s entry of :data:`AUDITS`, or an error that says why it has none."""
+    if method in NOT_YET_AUDITED:
+        raise InvalidInputError(f"method {method!r} has no privacy audit yet: "
+                                f"{NOT_YET_AUDITED[method]}; audit one of {sorted(AUDITS)}")
+    if method not in AUDITS:
+        raise InvalidInputError(f"method {method!r} has no privacy audit; audit one of "
+                                f"{sorted(AUDITS)}")
+    return AUDITS[method]
 
 
 def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: float | None = None,
@@ -104,13 +120,7 @@ def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: fl
     Raises:
         InvalidInputError: a method or unit without an audit, or a bad setting of its game.
     """
-    if method in NOT_YET_AUDITED:
-        raise InvalidInputError(f"method {method!r} has no privacy audit yet: "
-                                f"{NOT_YET_AUDITED[method]}; audit one of {sorted(AUDITS)}")
-    if method not in AUDITS:
-        raise InvalidInputError(f"method {method!r} has no privacy audit; audit one of "
-                                f"{sorted(AUDITS)}")
-    entry = AUDITS[method]
+    entry = _audited(method)
     unit = entry.units[0] if unit is None else unit
     if unit not in entry.units:
         raise InvalidInputError(f"unit {unit!r} is not one of {method}'s units {entry.units}")
@@ -126,9 +136,13 @@ def run_settings(run_dir: str | Path) -> dict[str, Any]:
                               fix="give a run folder written by qpriv train or "
                                   "qpriv train-classifier")
     method = config.get("method") or ("classifier" if "model" in config else None)
-    if method is None or config.get("eps") is None:
-        raise InvalidInputError(f"{run_dir} is not a private run (its config names no method "
-                                "and eps); give --method, --unit and --eps instead")
+    if method is None:
+        raise InvalidInputError(f"{run_dir}'s config names no method; give --method, --unit "
+                                "and --eps instead")
+    _audited(method)
+    if config.get("eps") is None:
+        raise InvalidInputError(f"{run_dir} is a run of {method} without a budget (not "
+                                "private): there is no claim to audit")
     settings = {"method": method, "eps": float(config["eps"])}
     if config.get("unit") is not None:
         settings["unit"] = config["unit"]

@@ -1,25 +1,25 @@
 """A one-run audit of DP-SGD with many canaries: an empirical lower bound on its epsilon.
 
 Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training run": draw m canary
-examples, include each in the training set independently with probability 1/2, train once
-with the real trainer (:func:`qpriv.classification.dpsgd.train_dpsgd`: Poisson batches, per-
-example clipping, Gaussian noise calibrated by the accountant), score every canary, guess
-"included" for the k highest scores and "excluded" for the k lowest, and count the correct
-guesses v of the r = 2k made. Their Theorem 3 (the eps-DP case is a binomial tail: each guess
-is no better than randomised response with accuracy e^eps / (1 + e^eps)) with their delta
-term (Appendix, the p-value ``P[Bin(r, q_eps) >= v] + 2 m delta alpha``) bounds the chance of
-v or more correct guesses under (eps, delta)-DP; the lower bound is the largest eps whose
-p-value is below 1 - confidence. No maintained library ships this bound, so it is written
-here from the paper (:func:`one_run_p_value`, :func:`one_run_epsilon`).
+examples, include each in the training set independently with probability 1/2, train once with
+the real trainer (:func:`qpriv.classification.dpsgd.train_dpsgd`: Poisson batches, per-example
+clipping, Gaussian noise calibrated by the accountant), score every canary, guess "included" for
+the k highest scores and "excluded" for the k lowest, and count the correct guesses v of the r =
+2k made. Their main theorem (the eps-DP case is a binomial tail: each guess is no better than
+randomised response with accuracy e^eps / (1 + e^eps)) with its delta term (the p-value
+``P[Bin(r, q_eps) >= v] + 2 m delta alpha`` of their reference code) bounds the chance of v or
+more correct guesses under (eps, delta)-DP; the lower bound is the largest eps whose p-value is
+below 1 - confidence. No maintained library ships this bound, so it is written here from the
+paper (:func:`one_run_p_value`, :func:`one_run_epsilon`).
 
-Canaries are input-space: points at the edge of the data (a random direction at
-``canary_scale`` times the largest training norm; farther out, the tanh layer saturates and
-their gradients vanish) with random labels, so each one's gradient
-is large and its effect on the model shows in its own loss; the score is how much the training
-lowered the canary's loss (the initial weights are the auditor's, as in the paper's setup).
-Guesses are fixed before training (k), so the count is an honest test. The clip C = 0.1
-is small beside the canaries' gradient norms, so that clipping is what bounds their effect: a
-mechanism that skips it lets them through at tens of times the noise it was calibrated for.
+Canaries are input-space: points at the edge of the data (a random direction at ``canary_scale``
+times the largest training norm; farther out, the tanh layer saturates and their gradients
+vanish) with random labels, so each one's gradient is large and its effect on the model shows in
+its own loss; the score is how much the training lowered the canary's loss (the initial weights
+are the auditor's, as in the paper's setup). Guesses are fixed before training (k), so the count
+is an honest test. The clip C = 0.1 is small beside the canaries' gradient norms, so that
+clipping is what bounds their effect: a mechanism that skips it lets them through at tens of
+times the noise it was calibrated for.
 
 The audit covers the classifiers (``model`` ``mlp``; the DP-SGD of the forecasters shares
 :func:`qpriv.training.dpsgd.clip_and_noise`). With a handful of canaries and a few epochs it
@@ -58,8 +58,9 @@ from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon, noise_multiplier_for
 def one_run_p_value(*, m: int, r: int, v: int, eps: float, delta: float) -> float:
     """The chance of ``v`` or more correct guesses out of ``r`` (``m`` canaries, each included
     with probability 1/2) under an (eps, delta)-DP mechanism: Steinke, Nasr & Jagielski 2023,
-    Theorem 3 and its delta term, ``P[Bin(r, q) >= v] + 2 m delta max_i P[v > Bin(r, q) >= v -
-    i] / i`` with ``q = e^eps / (1 + e^eps)``."""
+    their main theorem and its delta term,
+    ``P[Bin(r, q) >= v] + 2 m delta max_i P[v > Bin(r, q) >= v - i] / i`` with
+    ``q = e^eps / (1 + e^eps)``."""
     if not 0 <= v <= r <= m:
         raise InvalidInputError(f"guesses must satisfy 0 <= v <= r <= m; got {v}, {r}, {m}")
     q = 1.0 / (1.0 + math.exp(-eps))

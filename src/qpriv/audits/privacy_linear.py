@@ -393,7 +393,10 @@ def audit_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: float = 1e
         unit=the_unit, covers=claim.covers,
         notes=(f"a many-run audit: {trials} releases from D and from D' ({canary} canary), "
                f"the likelihood-ratio test of the {observe} along the canary's effect, "
-               "Clopper-Pearson rates",),
+               "Clopper-Pearson rates",
+               "the game runs fit_dp_linear on its own dataset with the design fixed and, at "
+               "the record unit, the scaler declared public: a default fit's private design "
+               "selection and private scaler are further releases, not in the game"),
         details={"bound": LOWER_BOUND, "confidence": confidence, "audit": "many-run",
                  "observed": observe, "canary": canary})
     return LinearAudit(

@@ -96,6 +96,15 @@ def test_the_window_units_worst_canary_reaches_the_sensitivity_exactly(data):
     assert halved.lower_bound.value > correct.lower_bound.value + 1.0
 
 
+def test_the_text_output_puts_the_bound_beside_the_claim(capsys):
+    assert main(["audit", "privacy", "--method", "dp-linear", "--unit", "window", "--eps", "5",
+                 "--trials", "500"]) == 0
+    out = capsys.readouterr().out
+    assert "claim:       eps 5 (global (eps, delta)-DP, delta=1e-06" in out
+    assert "lower bound: eps >= " in out and "PASS" in out
+    assert "the canary moves the release by 1 x the proven sensitivity" in out
+
+
 def test_the_kernel_alone_tells_the_attacker_less(data):
     statistics = audit_dp_linear(unit="window", eps=5.0, trials=1000, data=data)
     kernel = audit_dp_linear(unit="window", eps=5.0, trials=1000, data=data, observe="kernel")

@@ -268,6 +268,11 @@ def run_privacy(args: argparse.Namespace) -> int:
     print_wrapped(f"lower bound: eps {audit.lower_bound.label()}", first="  ", indent="    ")
     for note in audit.lower_bound.notes:
         print_wrapped(f"how: {note}", first="  ", indent="    ")
+    if "ceiling" in audit.details:
+        print_wrapped(f"the canary moves the release by {audit.details['reach']:.3g} x the "
+                      "proven sensitivity; a perfect test expects at most "
+                      f"{audit.details['ceiling']:.4g} from a game of this size",
+                      first="  ", indent="    ")
     print(f"{'PASS' if audit.passed else 'FAIL'}: the lower bound "
           + ("stays at or below the claim" if audit.passed else "exceeds the claim"))
     return 0 if audit.passed else 1

@@ -130,7 +130,12 @@ def mechanism(data: ForecastData, raw: np.ndarray, *, unit: Unit, eps: float, de
               extra: np.ndarray | None = None) -> LinearMechanism:
     """The fit's mechanism on the training rows ``raw`` (the file's units), the design of
     ``data``: ``scaler`` clips at the record unit (None at the window unit); ``extra`` adds the
-    statistics of one more window (the window unit's canary, an (L + H, C) block)."""
+    statistics of one more window (the window unit's canary, an (L + H, C) block).
+
+    It takes the fit's own steps, private to :mod:`qpriv.forecasting.linear`
+    (``_sensitivities``; ``_noisy_solve``: noise, PSD repair, ridge and solve), imported rather
+    than copied, so that the game plays what ``fit_dp_linear`` does (a test checks the kernels
+    bit for bit)."""
     defaults = DEFAULTS[unit.value]
     spec = default_spec(data)
     maps = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)

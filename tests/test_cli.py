@@ -212,7 +212,7 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
         ([], "qpriv needs a command, one of: calibrate, audit, attack, train, forecast, "
              "methods, quickstart, train-classifier, reproduce, frontier, account, report "
              "(see 'qpriv --help')"),
-        (["audit"], "qpriv audit needs a command, one of: channel, run, sidechannel (see "
+        (["audit"], "qpriv audit needs a command, one of: channel, run, sidechannel, privacy (see "
                     "'qpriv audit --help')"),
         (["methods", "--bogus"], "unrecognized arguments: --bogus (see 'qpriv --help')"),
         (["train-classifier", "--threads", "5000", "--out", "run"],

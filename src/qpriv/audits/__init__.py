@@ -14,7 +14,10 @@ They load trained runs, so they sit above the models:
   :mod:`qpriv.audits.sidechannel_subjects`;
 * :mod:`qpriv.audits.mia`: loss-threshold membership inference (the LDPT paper's Table 9), with
   TPR at low false-positive rates beyond the paper;
-* :mod:`qpriv.audits.lower_bound`: an empirical lower bound on the feature path's epsilon.
+* :mod:`qpriv.audits.lower_bound`: an empirical lower bound on the feature path's epsilon;
+* :mod:`qpriv.audits.privacy`: ``qpriv audit privacy``, an empirical lower bound beside each
+  guarantee: the many-run game on dp-linear (:mod:`qpriv.audits.privacy_linear`) and the
+  one-run game on DP-SGD (:mod:`qpriv.audits.privacy_dpsgd`).
 """
 
 from qpriv.audits.mia import MIAResult, TprAtFpr, membership_inference, mia_on_run, tpr_at_fpr

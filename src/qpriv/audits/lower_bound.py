@@ -119,7 +119,7 @@ class LowerBound:
         }
 
 
-def _planned_threshold(moments: tuple[float, float, float, float], *,
+def planned_threshold(moments: tuple[float, float, float, float], *,
                        score_range: tuple[float, float], trials: int, delta: float,
                        confidence: float) -> tuple[float, str]:
     """The threshold and direction fixed before any trial is drawn.
@@ -187,7 +187,7 @@ def distinguishing_game(
                              high_inclusive=False)
     confidence = require_in_range("confidence", confidence, low=0.0, high=1.0,
                                   high_inclusive=False)
-    threshold, direction = _planned_threshold(moments, score_range=support, trials=trials,
+    threshold, direction = planned_threshold(moments, score_range=support, trials=trials,
                                               delta=delta, confidence=confidence)
     with one_torch_thread():
         scores_a, scores_b = draw_scores(0, trials), draw_scores(1, trials)

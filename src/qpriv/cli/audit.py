@@ -1,6 +1,7 @@
-"""``qpriv audit channel | run | sidechannel``: the exact channel audit against Theorem 1 of
-the LDPT paper, the paper's six audits (section 7.9) of a finished run, and the paths from a
-window to its forecast that bypass the channel."""
+"""``qpriv audit channel | run | sidechannel | privacy``: the exact channel audit against
+Theorem 1 of the LDPT paper, the paper's six audits (section 7.9) of a finished run, the paths
+from a window to its forecast that bypass the channel, and the black-box privacy audit that
+puts an empirical lower bound beside a method's guarantee."""
 
 from __future__ import annotations
 
@@ -80,6 +81,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "channel; paper: the leaks only")
     add_json_flag(sc)
     sc.set_defaults(handler=run_sidechannel)
+    _add_privacy(audit_sub)
+
+
+def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
+    pa = add_command(audit_sub, "privacy",
+                     help="an empirical lower bound on a method's eps, beside its claim")
+    pa.add_argument("run_dir", metavar="RUN_DIR", nargs="?",
+                    help="a finished private run: audit its method at its unit and budget; "
+                         "or give --method, --unit and --eps")
+    pa.add_argument("--method", help="dp-linear or classifier")
+    pa.add_argument("--unit", help="dp-linear: record (default) or window; classifier: example")
+    pa.add_argument("--eps", type=float, help="the claimed budget")
+    pa.add_argument("--delta", type=float,
+                    help="the claimed delta (default: 1e-6 for dp-linear, 1e-5 for classifier)")
+    pa.add_argument("--canary", choices=["worst", "random"], default="worst",
+                    help="dp-linear: the worst-case neighbour the sensitivity proof names, or a "
+                         "random one")
+    pa.add_argument("--trials", type=positive_int, default=2000,
+                    help="dp-linear: releases drawn from each of D and D'")
+    pa.add_argument("--observe", choices=["statistics", "kernel"], default="statistics",
+                    help="dp-linear: the attacker reads the noisy statistics the kernel is "
+                         "solved from, or only the kernel")
+    pa.add_argument("--canaries", type=positive_int, default=200,
+                    help="classifier: canaries of the one-run game")
+    pa.add_argument("--seed", type=seed_int, default=0, help="seed of the audit's draws")
+    add_json_flag(pa)
+    pa.set_defaults(handler=run_privacy)
 
 
 def run_channel(args: argparse.Namespace) -> int:
@@ -209,3 +237,42 @@ def run_sidechannel(args: argparse.Namespace) -> int:
             print(f"fix (rigorous): set {fix['changes']}{verdict}")
             print(f"  {fix['note']}")
     return 0 if report.passed else 1
+
+
+def run_privacy(args: argparse.Namespace) -> int:
+    """Print a method's claim and the audit's lower bound; exit code 1 if the bound exceeds
+    the claim."""
+    # imported when the command runs, not with its parser (benchmarks/startup.py)
+    from qpriv.audits.privacy import audit_privacy, run_settings
+    from qpriv.errors import ArgumentError
+
+    if args.run_dir is not None:
+        if args.method is not None or args.eps is not None:
+            raise ArgumentError("give RUN_DIR or --method/--eps, not both")
+        settings = run_settings(args.run_dir)
+    elif args.method is None or args.eps is None:
+        raise ArgumentError("give RUN_DIR, or --method and --eps (and --unit, --delta)")
+    else:
+        settings = {"method": args.method, "eps": args.eps}
+    for name in ("unit", "delta"):
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+    audit = audit_privacy(**settings, canary=args.canary, trials=args.trials, seed=args.seed,
+                          observe=args.observe, canaries=args.canaries)
+    if args.json:
+        emit_json(audit.as_dict())
+        return 0 if audit.passed else 1
+    print(f"Privacy audit of {audit.method} ({audit.details['game']} game)")
+    print_wrapped(f"claim:       eps {audit.claim.label()}, unit {audit.claim.unit}",
+                  first="  ", indent="    ")
+    print_wrapped(f"lower bound: eps {audit.lower_bound.label()}", first="  ", indent="    ")
+    for note in audit.lower_bound.notes:
+        print_wrapped(f"how: {note}", first="  ", indent="    ")
+    if "ceiling" in audit.details:
+        print_wrapped(f"the canary moves the release by {audit.details['reach']:.3g} x the "
+                      "proven sensitivity; a perfect test expects at most "
+                      f"{audit.details['ceiling']:.4g} from a game of this size",
+                      first="  ", indent="    ")
+    print(f"{'PASS' if audit.passed else 'FAIL'}: the lower bound "
+          + ("stays at or below the claim" if audit.passed else "exceeds the claim"))
+    return 0 if audit.passed else 1

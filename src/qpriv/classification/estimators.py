@@ -284,8 +284,8 @@ def load(directory: str | Path) -> DPSGDClassifier:
         raise InvalidInputError(f"{path}: the weights do not fit the model its result records "
                                 f"({exc}); {fix}") from None
     estimator = DPSGDClassifier()
-    estimator.set_params(**{key: value for key, value in result.request.items()
-                            if key in estimator.get_params() and key != "lr_grid"})
+    estimator.set_params(**{key: getattr(request, key) for key in estimator.get_params()
+                            if hasattr(request, key)})  # the run's settings, defaults filled
     estimator._adopt(result, model, request, folder=path)
     estimator.lr_tuning_ = result.raw.get("lr_tuning")
     return estimator

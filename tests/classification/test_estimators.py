@@ -13,6 +13,7 @@ from sklearn.base import clone, is_classifier
 import qpriv
 from qpriv.classification.data import load_task
 from qpriv.classification.estimators import DPSGDClassifier
+from qpriv.classification.privacy import ARRAYS_NOTE
 from qpriv.classification.run import train_classifier
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
@@ -63,6 +64,14 @@ def test_arrays_of_any_labels_fit_predict_and_score_in_those_labels() -> None:
     assert clf.score(x, y) > 0.7  # a separable problem, five epochs
     # the digest of the arrays is kept in config.json only, never in a result
     assert "sha256" not in json.dumps(clf.result_.to_json())
+
+
+def test_a_claim_on_arrays_says_what_it_leaves_out() -> None:
+    x, y = _arrays()
+    clf = DPSGDClassifier(model="mlp", eps=2.0, diagnostics=False, **FAST).fit(x, y)
+    assert ARRAYS_NOTE in clf.claims_[0].notes and ARRAYS_NOTE in clf.result_.privacy_notes
+    named = DPSGDClassifier(model="mlp", eps=2.0, diagnostics=False, **FAST).fit("synthetic")
+    assert ARRAYS_NOTE not in named.claims_[0].notes
 
 
 def test_arrays_written_to_a_folder_resume_only_with_the_same_arrays(tmp_path) -> None:

@@ -310,7 +310,8 @@ def _prepare(request: ClassifierRequest, *, given: ClassificationData | None,
         task=request.task, input_bound=request.input_bound, bias_bound=request.bias_bound,
         tau=request.tau, default_input_bound=request.default_input_bound)
     privacy = privacy_record(config, n_train=n_train, eps=request.eps, delta=request.delta,
-                             analytic=constants, secret=request.seed is None)
+                             analytic=constants, secret=request.seed is None,
+                             arrays=given is not None)
     return _Prepared(request=request, data=data, written=written, inputs=inputs, extra=extra,
                      seed=seed, net=net, clip_info=clip_info,
                      config=replace(config, noise_multiplier=privacy["sigma"]),

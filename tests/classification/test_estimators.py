@@ -116,8 +116,15 @@ def test_a_command_line_run_loads_and_legacy_runs_read_their_checkpoint(tmp_path
     (out / "classifier.pt").unlink()  # a run of an earlier version: its last checkpoint
     assert (qpriv.load(out).predict_proba(test) == clf.predict_proba(test)).all()
     (out / "checkpoint.pt").unlink()
-    with pytest.raises(InvalidInputError, match="kept no weights"):
+    with pytest.raises(InvalidInputError, match="holds no classifier weights"):
         qpriv.load(out)
+    # resumed, a finished run without weights states its result, as the command prints it
+    again = DPSGDClassifier(model="mlp", diagnostics=False, **FAST).fit("synthetic",
+                                                                        out_dir=out,
+                                                                        resume=True)
+    assert again.result_ == clf.result_ and again.claims_ == clf.claims_
+    with pytest.raises(InvalidInputError, match=r"kept no weights.*cannot predict"):
+        again.predict(test)
 
 
 def test_the_command_line_is_the_estimator(capsys, tmp_path) -> None:

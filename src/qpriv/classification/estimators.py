@@ -157,10 +157,12 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
 
     def _adopt(self, result: ClassifierResult, model: nn.Module | None,
                request: ClassifierRequest, *, folder: str | Path | None = None) -> None:
-        if model is None:
-            raise InvalidInputError(f"the finished run in {folder} kept no weights "
-                                    f"({CLASSIFIER_MODEL_FILE} or {CHECKPOINT_FILE}); train "
-                                    "it again into a fresh folder")
+        """Keep what a run gave (``model`` None: a finished run read back that kept no
+        weights, whose result stands but which cannot predict)."""
+        self._no_weights = None if model is not None else (
+            f"the finished run in {folder} kept no weights ({CLASSIFIER_MODEL_FILE} or "
+            f"{CHECKPOINT_FILE}): it states its result but cannot predict; train it again into "
+            "a fresh folder")
         self.result_ = result
         self.model_ = model
         self.request_ = request
@@ -175,6 +177,8 @@ class DPSGDClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(self, "model_"):
             raise InvalidInputError(f"this {type(self).__name__} is not fitted yet: call "
                                     "fit(task) or fit(X, y) first (or qpriv.load(folder))")
+        if self._no_weights:
+            raise InvalidInputError(self._no_weights)
         return self
 
     @torch.no_grad()
@@ -274,12 +278,14 @@ def load(directory: str | Path) -> DPSGDClassifier:
     request = ClassifierRequest.from_json(result.request)
     task = result.raw["task"]
     weights = read_weights(path)
-    model = None if weights is None else build_model(
-        request, n_features=int(np.prod(task["feature_shape"])),
-        n_classes=int(task["n_classes"]), generator=None)
+    if weights is None:
+        raise InvalidInputError(f"{path} holds no classifier weights ({CLASSIFIER_MODEL_FILE} "
+                                f"or {CHECKPOINT_FILE}): its result stands, but there is no "
+                                "model to load; train it again into a fresh folder")
+    model = build_model(request, n_features=int(np.prod(task["feature_shape"])),
+                        n_classes=int(task["n_classes"]), generator=None)
     try:
-        if model is not None:
-            model.load_state_dict(weights)
+        model.load_state_dict(weights)
     except RuntimeError as exc:
         raise InvalidInputError(f"{path}: the weights do not fit the model its result records "
                                 f"({exc}); {fix}") from None

@@ -39,8 +39,8 @@ def main() -> None:
                                  delta=CLASSIFIER_DELTA, tau=tau, hidden=hidden, threads=1,
                                  validation=VALIDATION_FRACTION, diagnostics=False,
                                  **ANALYTIC_DEFAULTS)
-            assert r["evaluated_on"] == "validation"
-            scores.append(r["accuracy"])
+            assert r.evaluated_on == "validation"
+            scores.append(r.accuracy)
         rows.append({"tau": tau, "lr": lr, "val_accuracy": dict(zip(
             ["no noise", "eps 1", "eps 10"], scores, strict=True)), "mean": float(np.mean(scores))})
         print(f"tau {tau:<4g} lr {lr:<6g} " + "  ".join(

@@ -38,7 +38,7 @@ def nan_classifier_weights(monkeypatch):
     epoch diverges."""
     import qpriv.classification.run as run
 
-    build = run._build_model
+    build = run.build_model
 
     def poisoned(*args, **kwargs):
         net = build(*args, **kwargs)
@@ -46,7 +46,7 @@ def nan_classifier_weights(monkeypatch):
             next(net.parameters()).view(-1)[0] = float("nan")
         return net
 
-    monkeypatch.setattr(run, "_build_model", poisoned)
+    monkeypatch.setattr(run, "build_model", poisoned)
 
 
 #: A tiny finished LDPT run (ETTh1, D = 16, 1 epoch on 64 windows; about 2 s), made by the

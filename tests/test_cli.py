@@ -430,10 +430,10 @@ def test_train_classifier_lr_grid_resumes_without_tuning_again(capsys, tmp_path,
 
 
 def test_ctrl_c_says_how_to_go_on(capsys, monkeypatch, tmp_path):
-    def interrupted(**kwargs):
+    def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("qpriv.cli.train_classifier.train_classifier", interrupted)
+    monkeypatch.setattr("qpriv.classification.estimators.run_request", interrupted)
     argv = ["train-classifier", "--task", "synthetic", "--model", "mlp", "--clip", "1",
             "--out", str(tmp_path / "run")]
     assert main(argv) == 130

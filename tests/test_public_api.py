@@ -16,12 +16,12 @@ import qpriv
 from qpriv.forecasting.run import run_forecast
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-NEEDS_DATA = {"train_forecaster", "load_run", "load", "DPLinearForecaster"}
+NEEDS_DATA = {"train_forecaster", "load_run", "DPLinearForecaster"}
 """Entry points whose examples train on ETT (skipped without QPRIV_DATA_DIR)."""
 HAS_DATA = bool(os.environ.get("QPRIV_DATA_DIR"))
 FUNCTIONS = sorted(name for name in qpriv.__all__
                    if inspect.isfunction(getattr(qpriv, name))
-                   or name in ("PrivacyClaim", "DPLinearForecaster"))
+                   or name in ("PrivacyClaim", "DPLinearForecaster", "DPSGDClassifier"))
 
 
 def _doctests(name: str) -> list[doctest.DocTest]:

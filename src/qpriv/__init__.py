@@ -13,7 +13,12 @@ Entry points:
                         PublicForecaster (the floor), RidgeForecaster (the non-private
                         reference) and TransformerForecaster (the LDPT backbone's methods) alike
                         (qpriv.forecasting.estimators)
-    load                the estimator of a saved run folder (qpriv.forecasting.estimators.load)
+    DPSGDClassifier     a classifier trained with DP-SGD as an estimator, any model (mlp,
+                        lipschitz, quantum, cnn, quantum-image): fit(task or X, y),
+                        predict(X), predict_proba(X), score(X, y), claims_, save(dir)
+                        (qpriv.classification.estimators.DPSGDClassifier)
+    load                the fitted estimator of a saved folder, forecaster or classifier
+                        (qpriv.estimators.load)
     train_forecaster    train and test one forecaster (LDPT or a baseline); the result, a
                         typed ForecastResult, holds every privacy number as a PrivacyClaim
                         (qpriv.forecasting.run.run_forecast)
@@ -29,7 +34,10 @@ Entry points:
     Forecast            one forecast with its source, passes and the run's privacy claims
                         (ForecastingRun.forecast_report; qpriv.forecasting.inference.Forecast)
     train_classifier    DP-SGD (or clipping only) on a classical, Lipschitz or quantum
-                        classifier (qpriv.classification.run.train_classifier)
+                        classifier, its typed ClassifierResult returned; kept for one release
+                        beside DPSGDClassifier (qpriv.classification.run.train_classifier)
+    ClassifierResult    what a classifier run gave, typed: accuracy, claim, diagnostics;
+                        to_json() is result.json (qpriv.classification.records)
     tune_learning_rate  choose a classifier's rate on a validation split
                         (qpriv.classification.tuning.tune_learning_rate)
     calibrate           Algorithm 1 of the LDPT paper: eps_s -> p, gamma, sigma
@@ -63,6 +71,8 @@ __version__ = "0.1.0"
 # torch, QuTiP, SciPy and dp-accounting (about 3 s), which only the commands that compute need
 # (benchmarks/startup.py). No library does this more simply than the language itself.
 _ORIGINS = {
+    "DPSGDClassifier": ("qpriv.classification.estimators", "DPSGDClassifier"),
+    "ClassifierResult": ("qpriv.classification.records", "ClassifierResult"),
     "train_classifier": ("qpriv.classification.run", "train_classifier"),
     "tune_learning_rate": ("qpriv.classification.tuning", "tune_learning_rate"),
     "ArgumentError": ("qpriv.errors", "ArgumentError"),
@@ -74,7 +84,7 @@ _ORIGINS = {
     "RidgeForecaster": ("qpriv.forecasting.estimators", "RidgeForecaster"),
     "TransformerForecaster": ("qpriv.forecasting.estimators", "TransformerForecaster"),
     "Forecaster": ("qpriv.forecasting.estimators", "Forecaster"),
-    "load": ("qpriv.forecasting.estimators", "load"),
+    "load": ("qpriv.estimators", "load"),
     "CsvFormat": ("qpriv.forecasting.csv_input", "CsvFormat"),
     "Forecast": ("qpriv.forecasting.inference", "Forecast"),
     "ForecastingRun": ("qpriv.forecasting.inference", "ForecastingRun"),
@@ -89,9 +99,12 @@ _ORIGINS = {
 }
 
 if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
+    from qpriv.classification.estimators import DPSGDClassifier
+    from qpriv.classification.records import ClassifierResult
     from qpriv.classification.run import train_classifier
     from qpriv.classification.tuning import tune_learning_rate
     from qpriv.errors import ArgumentError, InvalidInputError, QprivError
+    from qpriv.estimators import load
     from qpriv.forecasting.artifacts import load_run
     from qpriv.forecasting.csv_input import CsvFormat
     from qpriv.forecasting.estimators import (
@@ -100,7 +113,6 @@ if TYPE_CHECKING:  # what type checkers and editors see: the same names, eagerly
         PublicForecaster,
         RidgeForecaster,
         TransformerForecaster,
-        load,
     )
     from qpriv.forecasting.inference import Forecast, ForecastingRun
     from qpriv.forecasting.methods import METHODS
@@ -128,8 +140,10 @@ __all__ = [
     "METHODS",
     "Accounting",
     "ArgumentError",
+    "ClassifierResult",
     "CsvFormat",
     "DPLinearForecaster",
+    "DPSGDClassifier",
     "Forecast",
     "Forecaster",
     "ForecastingRun",

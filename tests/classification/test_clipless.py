@@ -205,7 +205,7 @@ def test_the_step_adds_noise_sigma_times_the_bound_and_clips_nothing() -> None:
 
 def test_a_private_run_calibrates_the_noise_to_the_bound_and_never_clips() -> None:
     r = train_classifier(task="synthetic", model="lipschitz", clip="analytic", batch=128,
-                         epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1)
+                         epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1).to_json()
     bound = r["gradient_bound"]
     # the synthetic task: 16 features, X = 16, B = 1, tau = 1, three layers
     expected = math.sqrt(2) * math.sqrt(sum(h**2 + 1 for h in (16.0, 17.0, 18.0)))
@@ -292,7 +292,7 @@ def test_a_run_whose_guard_clipped_says_so(monkeypatch) -> None:
     monkeypatch.setattr(ProjectedLipschitzMLP, "gradient_bound",
                         lambda self: true_bound(self) / 3)
     r = train_classifier(task="synthetic", model="lipschitz", clip="analytic", batch=128,
-                         epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1)
+                         epochs=1, seed=3, lr=0.01, eps=10.0, tau=1.0, threads=1).to_json()
     fraction = r["gradient_bound"]["max_epoch_clip_fraction"]
     assert fraction > 0
     assert classifier_privacy.ANALYTIC_NOTE not in r["eps"]["notes"]
@@ -306,7 +306,8 @@ def test_a_run_whose_guard_clipped_says_so(monkeypatch) -> None:
 
 def test_the_constants_note_names_the_input_bound_used() -> None:
     r = train_classifier(task="digits", model="lipschitz", clip="analytic", batch=256,
-                         epochs=1, seed=3, lr=0.01, eps=10.0, input_bound=5.0, threads=1)
+                         epochs=1, seed=3, lr=0.01, eps=10.0, input_bound=5.0,
+                         threads=1).to_json()
     note = next(n for n in r["eps"]["notes"] if n.startswith("clipless DP-SGD's public"))
     assert "X = 5 (given by the user)" in note and "read off" not in note
     assert r["gradient_bound"]["input_bound"] == 5.0

@@ -7,8 +7,10 @@ import math
 
 import pytest
 
+from qpriv.classification.records import ClassifierResult
 from qpriv.classification.run import train_classifier
 from qpriv.errors import InvalidInputError
+from qpriv.privacy.claims import PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
 
 FAST = {"batch": 128, "epochs": 1, "seed": 3, "lr": 0.05, "threads": 1}
@@ -17,26 +19,28 @@ FAST = {"batch": 128, "epochs": 1, "seed": 3, "lr": 0.05, "threads": 1}
 def test_clipping_only_quantum_run() -> None:
     r = train_classifier(task="synthetic", model="quantum", clip=1.0, n_layers=2,
                          unclipped_reference=True, **FAST)
-    assert r["parameters"] == 3 * 4 * 2
-    assert r["privacy"].startswith("none (clipping only")
-    assert r["eps"] is None and r["noise_multiplier"] is None
-    assert r["gradient_bound"]["G"] == pytest.approx(math.sqrt(24))
-    assert r["gradient_bound"]["per_example_norm_bound"] == pytest.approx(
-        2 * math.sqrt(24) / 0.5)
-    d = r["final_diagnostics"]
-    assert 0.0 <= r["accuracy"] <= 1.0 and r["accuracy"] == d["test_accuracy"]
-    assert d["max_example_norm"] <= r["gradient_bound"]["per_example_norm_bound"]
+    assert isinstance(r, ClassifierResult)  # typed; JSON only where a file is written
+    assert r.parameters == 3 * 4 * 2
+    assert r.privacy.startswith("none (clipping only")
+    assert r.claim is None and r.claims == () and r.noise_multiplier is None
+    assert r.gradient_bound["G"] == pytest.approx(math.sqrt(24))
+    assert r.gradient_bound["per_example_norm_bound"] == pytest.approx(2 * math.sqrt(24) / 0.5)
+    d = r.final_diagnostics
+    assert 0.0 <= r.accuracy <= 1.0 and r.accuracy == d["test_accuracy"]
+    assert d["max_example_norm"] <= r.gradient_bound["per_example_norm_bound"]
     assert d["mse_noise_variance"] == 0.0
     assert d["distance_from_unclipped_loss"] == pytest.approx(
-        abs(d["train_loss"] - r["unclipped_reference"]["train_loss"]))
-    assert r["dpsgd"]["sampling"] == "shuffle"
-    json.dumps(r, allow_nan=False)
+        abs(d["train_loss"] - r.unclipped_reference["train_loss"]))
+    stored = r.to_json()
+    assert stored["dpsgd"]["sampling"] == "shuffle" and stored["eps"] is None
+    assert ClassifierResult.from_json(stored) == r
+    json.dumps(stored, allow_nan=False)
 
 
 @pytest.mark.usefixtures("nan_classifier_weights")
 def test_a_diverging_run_stops_and_says_so() -> None:
     r = train_classifier(task="synthetic", model="mlp", clip=1.0, unclipped_reference=True,
-                         **{**FAST, "epochs": 3})
+                         **{**FAST, "epochs": 3}).to_json()
     assert r["diverged_epoch"] == 1 and len(r["history"]) == 1
     assert math.isnan(r["history"][0]["train_loss"]) and r["history"][0]["diverged"]
     assert r["accuracy"] == 0.0  # NaN logits predict no class
@@ -48,7 +52,7 @@ def test_a_private_run_that_diverges_accounts_the_steps_it_took() -> None:
     from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon
 
     r = train_classifier(task="synthetic", model="mlp", clip=1.0, eps=10.0,
-                         **{**FAST, "epochs": 3})
+                         **{**FAST, "epochs": 3}).to_json()
     assert r["diverged_epoch"] == 1
     eps, sigma = r["eps"], r["noise_multiplier"]["value"]
     steps_per_epoch = round(1638 / 128)  # the 80 % training split of 2048, |B| = 128
@@ -60,13 +64,17 @@ def test_a_private_run_that_diverges_accounts_the_steps_it_took() -> None:
 
 
 def test_a_finite_run_has_no_diverged_epoch() -> None:
-    r = train_classifier(task="synthetic", model="mlp", clip=1.0, **FAST)
+    r = train_classifier(task="synthetic", model="mlp", clip=1.0, **FAST).to_json()
     assert r["diverged_epoch"] is None and len(r["history"]) == 1
     assert not r["history"][0].get("diverged")
 
 
 def test_private_run_labels_every_privacy_number() -> None:
-    r = train_classifier(task="synthetic", model="mlp", clip=1.5, eps=5.0, delta=1e-5, **FAST)
+    typed = train_classifier(task="synthetic", model="mlp", clip=1.5, eps=5.0, delta=1e-5,
+                             **FAST)
+    r = typed.to_json()
+    assert typed.claim == PrivacyClaim.from_json(r["eps"]) and typed.claims == (typed.claim,)
+    assert typed.claim.unit == Unit.EXAMPLE and typed.claim.value == r["eps"]["value"]
     eps = r["eps"]
     assert eps["kind"] == "global (eps, delta)-DP"
     assert eps["accounting"] == "rigorous"
@@ -89,7 +97,7 @@ def test_private_run_labels_every_privacy_number() -> None:
 
 def test_structural_clipping_never_clips() -> None:
     r = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
-                         tau=0.5, **FAST)
+                         tau=0.5, **FAST).to_json()
     bound = 2 * math.sqrt(12) / 0.5
     assert r["clip"]["value"] == pytest.approx(bound)
     assert r["gradient_bound"]["clipping_bias_bound"] == 0.0
@@ -99,18 +107,18 @@ def test_structural_clipping_never_clips() -> None:
 
 def test_preclip_noise_withdraws_the_bias_bound_and_says_what_the_diagnostics_describe():
     r = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
-                         tau=0.5, preclip_noise=0.5, **FAST)
+                         tau=0.5, preclip_noise=0.5, **FAST).to_json()
     assert r["gradient_bound"]["clipping_bias_bound"] is None  # g_i + s z can exceed 2 G / tau
     assert "noise-free per-example gradients" in r["diagnostics_scope"]
     plain = train_classifier(task="synthetic", model="quantum", clip="structural", n_layers=1,
-                             tau=0.5, **FAST)
+                             tau=0.5, **FAST).to_json()
     assert "diagnostics_scope" not in plain
 
 
 def test_out_dir_gets_config_and_result(tmp_path) -> None:
     out = tmp_path / "run"
     r = train_classifier(task="synthetic", model="lipschitz", clip=1.0, out_dir=out,
-                         diagnostics=False, **FAST)
+                         diagnostics=False, **FAST).to_json()
     saved = json.loads((out / "result.json").read_text())
     assert saved["accuracy"] == r["accuracy"]
     assert json.loads((out / "config.json").read_text())["model"] == "lipschitz"
@@ -150,7 +158,7 @@ def _without_seconds(result: dict) -> list[dict]:
 ])
 def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, settings) -> None:
     args = {"task": "synthetic", **FAST, "epochs": 3, **settings}
-    straight = train_classifier(**args)
+    straight = train_classifier(**args).to_json()
     out = tmp_path / "run"
     # killed in the main run's epoch 2 (after the reference's 3 epochs where there is one)
     _kill_at_evaluation(monkeypatch, call=3 + (6 if settings.get("unclipped_reference") else 0))
@@ -162,11 +170,11 @@ def test_a_killed_run_resumes_to_the_same_result(tmp_path, monkeypatch, settings
         train_classifier(**args, out_dir=out)
     with pytest.raises(InvalidInputError, match=r"settings differ in \['seed'\]"):
         train_classifier(**{**args, "seed": 4}, out_dir=out, resume=True)
-    resumed = train_classifier(**{**args, "threads": 2}, out_dir=out, resume=True)
+    resumed = train_classifier(**{**args, "threads": 2}, out_dir=out, resume=True).to_json()
     assert _without_seconds(resumed) == _without_seconds(straight)
     assert resumed["accuracy"] == straight["accuracy"]
     assert (resumed.get("eps") or {}).get("value") == (straight.get("eps") or {}).get("value")
-    again = train_classifier(**args, out_dir=out, resume=True)  # finished: read back
+    again = train_classifier(**args, out_dir=out, resume=True).to_json()  # finished: read back
     assert again == json.loads((out / "result.json").read_text())
 
 
@@ -186,10 +194,12 @@ def test_a_damaged_classifier_checkpoint_is_named(tmp_path, monkeypatch) -> None
 
 
 def test_image_models_on_digits() -> None:
-    cnn = train_classifier(task="digits", model="cnn", clip=1.0, diagnostics=False, **FAST)
+    cnn = train_classifier(task="digits", model="cnn", clip=1.0, diagnostics=False,
+                           **FAST).to_json()
     assert cnn["parameters"] == 492
     vqc = train_classifier(task="digits", model="quantum-image", clip=1.0, n_layers=2,
-                           loader_layers=1, loader_steps=2, diagnostics=False, **FAST)
+                           loader_layers=1, loader_steps=2, diagnostics=False,
+                           **FAST).to_json()
     assert vqc["parameters"] == 3 * 6 * 2
     assert vqc["loader"]["train"]["loader_angles_per_image"] == 3 + 8 + 12
     assert 0.0 < vqc["loader"]["test"]["mean_fidelity"] <= 1.0

@@ -64,8 +64,8 @@ def test_tuning_trains_on_the_validation_split_and_keeps_the_best_rate(monkeypat
 
     def spy(**kwargs):
         result = train(**kwargs)
-        seen.append((kwargs["lr"], kwargs["validation"], result["task"]["n_test"],
-                     result["accuracy"]))
+        seen.append((kwargs["lr"], kwargs["validation"], result.raw["task"]["n_test"],
+                     result.accuracy))
         return result
 
     monkeypatch.setattr("qpriv.classification.tuning.train_classifier", spy)

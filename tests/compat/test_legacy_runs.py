@@ -76,14 +76,14 @@ def test_a_killed_legacy_forecaster_resumes_to_its_uninterrupted_result(legacy, 
 def test_a_killed_legacy_classifier_resumes_to_its_uninterrupted_result(legacy, expected):
     result = train_classifier(**CLASSIFIER, out_dir=legacy / "classifier-unfinished",
                               resume=True)
-    assert len(result["history"]) == 3
-    assert result["accuracy"] == pytest.approx(expected["classifier-unfinished"]["accuracy"])
+    assert len(result.history) == 3
+    assert result.accuracy == pytest.approx(expected["classifier-unfinished"]["accuracy"])
 
 
 def test_a_finished_legacy_classifier_is_read_back(legacy, expected):
     result = train_classifier(**{**CLASSIFIER, "seed": 3},
                               out_dir=legacy / "classifier-quantum", resume=True)
-    assert result["accuracy"] == expected["classifier-quantum"]["accuracy"]
+    assert result.accuracy == expected["classifier-quantum"]["accuracy"]
 
 
 @needs_data

@@ -8,6 +8,7 @@ import io
 import json
 import math
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -127,7 +128,7 @@ def test_distance_from_unclipped_loss_matches_the_unclipped_twin(reports):
         **Run(model="mlp", clip=1.5, batch=64, seed=2024, reference=True,
               lr=clipped[0]["lr"]).arguments(plan), diagnostics=False)
     ours = [r["distance_from_unclipped_loss"] for r in clipped]
-    assert ours == pytest.approx([h["distance_from_unclipped_loss"] for h in twin["history"]],
+    assert ours == pytest.approx([h["distance_from_unclipped_loss"] for h in twin.history],
                                  rel=1e-5, abs=1e-7)
     assert all(r["distance_from_unclipped_loss"] == 0.0 for r in rows
                if r["variant"] == "classical")
@@ -324,8 +325,9 @@ def test_tuning_trials_run_at_the_tuning_seed_whatever_the_runs_seed(tmp_path, m
 
     def record(**kwargs):
         calls.append(kwargs)
-        return {"accuracy": 0.5, "evaluated_on": "validation" if kwargs.get("validation")
-                else "test", "seconds": 0.0, "history": [{}]}
+        stored = {"accuracy": 0.5, "evaluated_on": "validation" if kwargs.get("validation")
+                  else "test", "seconds": 0.0, "history": [{}]}
+        return SimpleNamespace(to_json=lambda: stored)  # a result as the grid writes it
 
     monkeypatch.setattr(qml_runs, "train_classifier", record)
     plan = PROTOCOLS["tiny"]

@@ -75,9 +75,9 @@ def test_a_secret_classifier_run_records_no_seed_and_says_so():
               "lr": 0.05, "eps": 10.0, "threads": 1}
     secret = train_classifier(seed=None, **kwargs)
     seeded = train_classifier(seed=3, **kwargs)
-    assert secret["request"]["seed"] is None and seeded["request"]["seed"] == 3
-    assert SECRET_NOTE in secret["eps"]["notes"] and SEEDED_NOTE in seeded["eps"]["notes"]
-    assert DIVERGENCE_NOTE in seeded["eps"]["notes"]  # its stop reads the training loss
+    assert secret.request["seed"] is None and seeded.request["seed"] == 3
+    assert SECRET_NOTE in secret.claim.notes and SEEDED_NOTE in seeded.claim.notes
+    assert DIVERGENCE_NOTE in seeded.claim.notes  # its stop reads the training loss
 
 
 @pytest.mark.parametrize("command", [["train", "--method", "dp-linear"],

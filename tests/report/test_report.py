@@ -289,6 +289,13 @@ def test_a_classifier_report_shows_its_claim_and_curves(tmp_path):
     scores = {row["score"][0]: row["value"][0] for row in page.table_with("score")}
     assert scores["accuracy (test)"] == f"{result['accuracy']:.4g}"
     assert len(page.images) == 1
+    # a saved classifier (DPSGDClassifier.save: its result and weights, no config.json) is
+    # the same page
+    saved = tmp_path / "saved"
+    _write(saved / "result.json", result)
+    (saved / "classifier.pt").write_bytes(b"weights")
+    assert detect(saved).kind == CLASSIFIER
+    assert Page(render_report(saved)).table_with("covers") == [claim]
 
 
 def test_a_frontier_report_holds_the_csv_numbers(tmp_path):

@@ -1,25 +1,30 @@
 """Private training of classical, Lipschitz and variational quantum classifiers (second paper).
 
-One front door, :func:`qpriv.classification.run.train_classifier`::
+One front door, :class:`qpriv.classification.estimators.DPSGDClassifier` (``qpriv
+train-classifier`` calls it)::
 
-    from qpriv.classification import train_classifier
-
-    # clipping only (no noise), the paper's Figure 2 setting
-    r = train_classifier(task="synthetic", model="quantum", clip=1.0, batch=64, epochs=5,
-                         seed=2024, lr=0.03)
-    r["accuracy"], r["final_diagnostics"]["clip_probability"], r["gradient_bound"]
+    import qpriv
 
     # DP-SGD at (eps, delta) = (10, 1e-5), sigma from Opacus's RDP accountant
-    r = train_classifier(task="synthetic", model="mlp", clip=1.5, batch=64, eps=10.0,
-                         epochs=5, seed=2024, lr=0.01)
-    r["eps"]  # {"value": ..., "kind": "global (eps, delta)-DP", "accounting": "rigorous", ...}
+    clf = qpriv.DPSGDClassifier(model="mlp", clip=1.5, eps=10.0, epochs=5, lr=0.01)
+    clf.fit("synthetic")                        # or fit(X, y) on arrays of one's own
+    clf.result_.accuracy, clf.claims_[0].label(), clf.predict(X_new)
+
+    # clipping only (no noise), the paper's Figure 2 setting: no claim
+    clf = qpriv.DPSGDClassifier(model="quantum", clip=1.0, eps=None, epochs=5, lr=0.03)
+    clf.fit("synthetic").result_.gradient_bound
+
+:func:`qpriv.classification.run.train_classifier` stays for one release: the same run by
+keyword arguments, its typed :class:`~qpriv.classification.records.ClassifierResult` returned.
 
 The rooms: ``data`` (tasks), ``models`` and ``loader`` (the classifiers and the quantum image
 loader), ``dpsgd`` (per-example gradients, clipping, noise, accountant, the loop),
 ``diagnostics`` (clipping bias, alignment, the MSE decomposition), ``bounds`` (Theorems 3.1
 and 3.2, and the analytic gradient bound of the projected Lipschitz MLP that clipless DP-SGD,
 ``clip="analytic"``, calibrates its noise to), ``request`` (the run's validated arguments),
-``privacy`` (the run's claim and the gradient bound it rests on), ``run`` (the front door).
+``privacy`` (the run's claim and the gradient bound it rests on), ``run`` (the run),
+``records`` (its typed result), ``tuning`` (the learning rate chosen on a validation split),
+``estimators`` (the front door).
 """
 
 from qpriv.classification.bounds import (

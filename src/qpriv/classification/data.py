@@ -17,6 +17,9 @@ A task is named by a string:
 * ``digits``: the embedded image default. The paper's Honda Scenes set is not
   redistributable; scikit-learn's handwritten digits (8x8 grey images, values 0..16) restricted
   to the classes 0, 1, 2, 3 (4 classes, 720 images), scaled to [0, 1] by the fixed factor 1/16.
+* ``arrays``: arrays given to :meth:`qpriv.DPSGDClassifier.fit` (``fit(X, y)``): X of shape
+  (N, F) (tabular) or (N, H, W) (grey images), y any labels; the classes are y's distinct
+  values, sorted. The arrays are used as given (float32), with no transformation at all.
 * ``folder:PATH``: an ImageFolder-style directory of the user's: one sub-directory per class
   (sorted by name), image files inside (png, jpg, jpeg, bmp, gif, tif, tiff). Images are read
   with Pillow (a dependency of matplotlib) or, failing that, ``matplotlib.image.imread``,
@@ -32,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +67,8 @@ DATA_SEED = 2024
 DEFAULT_IMAGE_SIZE = 8
 """Side of a folder task's images after resizing (digits are 8 x 8 already)."""
 TASKS = ("synthetic", "digits", "folder:PATH")
+ARRAYS = "arrays"
+"""The task name of arrays given to fit (:func:`array_task`); no command names it."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ class ClassificationData:
     y_test: Tensor
     class_names: tuple[str, ...]
     description: dict = field(default_factory=dict)
+    sha256: str | None = None
+    """Arrays given to fit: the digest of X and y, which config.json keeps (a resumed run
+    must see the same arrays) and no result states (it identifies the training set)."""
 
     @property
     def n_classes(self) -> int:
@@ -105,7 +113,7 @@ class ClassificationData:
             name=self.name, kind=self.kind,
             x_train=torch.as_tensor(x_tr), y_train=torch.as_tensor(y_tr),
             x_test=torch.as_tensor(x_val), y_test=torch.as_tensor(y_val),
-            class_names=self.class_names,
+            class_names=self.class_names, sha256=self.sha256,
             description={**self.description, "evaluated_on": "validation",
                          "validation": {"fraction": fraction, "seed": seed,
                                         "of": "the training split, stratified"}},
@@ -138,6 +146,48 @@ def load_task(task: str, *, image_size: int = DEFAULT_IMAGE_SIZE,
     if task.startswith("folder:"):
         return folder_task(task[len("folder:"):], image_size=image_size, seed=seed)
     raise InvalidInputError(f"task = {task!r} is not one of {TASKS}")
+
+
+def array_task(x: object, y: object, *, seed: int = DATA_SEED) -> ClassificationData:
+    """Task ``arrays``: ``x`` (N, F) features or (N, H, W) grey images and ``y`` their labels,
+    split as every task is (stratified, 80/20, seeded) and otherwise used as given. The class
+    of index k is the k-th of y's distinct values, sorted; the description keeps them
+    (``labels``), since predictions are given in them.
+
+    Raises:
+        InvalidInputError: ``x`` is not a finite numeric array of 2 or 3 dimensions, ``y`` is
+            not one label per row, there are fewer than 2 classes, or a class has fewer than 2
+            examples.
+    """
+    try:
+        features = np.asarray(x, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"X is not a numeric array ({exc}); give an array of shape "
+                                "(N, features) or (N, height, width)") from None
+    labels = np.asarray(y)
+    if features.ndim not in (2, 3) or min(features.shape) < 1:
+        raise InvalidInputError(f"X has shape {features.shape}; give (N, features) or "
+                                "(N, height, width) with every size >= 1")
+    if labels.shape != (features.shape[0],):
+        raise InvalidInputError(f"y has shape {labels.shape}; give one label per row of X "
+                                f"({features.shape[0]},)")
+    if not np.isfinite(features).all():
+        raise InvalidInputError("X holds values that are not finite (NaN or inf); remove or "
+                                "fill them before fitting")
+    try:
+        classes, index = np.unique(labels, return_inverse=True)
+    except TypeError as exc:
+        raise InvalidInputError(f"the labels y cannot be sorted ({exc}); give labels of one "
+                                "type (numbers or strings)") from None
+    if len(classes) < 2:
+        raise InvalidInputError(f"y holds {len(classes)} class; a classifier needs at least 2")
+    digest = hashlib.sha256(features.tobytes() + str(features.shape).encode()
+                            + index.astype(np.int64).tobytes()).hexdigest()
+    data = _to_data(ARRAYS, "tabular" if features.ndim == 2 else "image", features,
+                    index.astype(np.int64), classes, seed=seed,
+                    description={"source": "arrays given to fit", "labels": classes.tolist(),
+                                 "transformation": "none: the arrays as given"})
+    return replace(data, sha256=digest)
 
 
 def _split(x: np.ndarray, y: np.ndarray, *, seed: int, fraction: float = TEST_FRACTION

@@ -49,6 +49,11 @@ ANALYTIC_NOTE = (
     "on every per-example gradient (inputs clipped to a public norm, weights and biases "
     "projected after every step); the noise is sigma * Delta, and clipping at Delta stays as a "
     "guard, which clipped no example in this run (p_clip = 0 at every step)")
+ARRAYS_NOTE = (
+    "arrays given to fit: 20 % of their rows were held out (stratified, seeded) as the test "
+    "split, whose accuracy and per-epoch test metrics read them without noise; the guarantee "
+    "protects the other rows, the training examples. The classes (the labels' distinct "
+    "values, and so the model's outputs) were read from the labels and are taken as public")
 ANALYTIC_NOTHING_CLIPPED = "(nothing clipped)"
 ANALYTIC_GUARD_NOTE = (
     "clipless DP-SGD: the sensitivity of each step's gradient sum is Delta, the noise sigma * "
@@ -83,10 +88,12 @@ def analytic_constants_note(*, task: str, input_bound: float, bias_bound: float,
 
 
 def privacy_record(config: DPSGDConfig, *, n_train: int, eps: float | None, delta: float,
-                   analytic: str | None = None, secret: bool = False) -> dict:
+                   analytic: str | None = None, secret: bool = False,
+                   arrays: bool = False) -> dict:
     """sigma and the labelled privacy numbers of the run (``analytic``: clipless DP-SGD, C is
     the analytic bound Delta, and this is the note on its constants,
-    :func:`analytic_constants_note`; ``secret``: the run's seed is secret, else recorded)."""
+    :func:`analytic_constants_note`; ``secret``: the run's seed is secret, else recorded;
+    ``arrays``: the data are arrays given to fit, :data:`ARRAYS_NOTE`)."""
     if eps is None:
         mode = "clipping only" if config.clip is not None else "unclipped"
         return {"sigma": 0.0, "privacy": f"none ({mode}: no noise, no privacy guarantee)",
@@ -107,6 +114,8 @@ def privacy_record(config: DPSGDConfig, *, n_train: int, eps: float | None, delt
     ]
     if analytic:
         notes += [ANALYTIC_NOTE, analytic]
+    if arrays:
+        notes.append(ARRAYS_NOTE)
     claim = PrivacyClaim(
         value=spent, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
         unit=Unit.EXAMPLE, covers=COVERS_WEIGHTS, notes=tuple(notes),

@@ -1,8 +1,10 @@
 """A classifier run's result (what :func:`qpriv.classification.run.train_classifier` returns and
 writes as result.json), typed.
 
-The command line and the experiment grids of the private-training paper read a result through
-this view rather than by string keys. The JSON stays the stored form (``raw``).
+The library returns this view, and the command line, the estimator and the experiment grids of
+the private-training paper read a result through it rather than by string keys. The JSON stays
+the stored form (``raw``; :meth:`ClassifierResult.to_json` gives a copy of it): it is written
+only where a file is written or ``--json`` prints.
 
 Example:
 
@@ -10,12 +12,15 @@ Example:
 ...     "model": "mlp", "task": {"task": "synthetic"}, "accuracy": 0.9, "parameters": 1380,
 ...     "privacy": "none (clipping only: no noise, no privacy guarantee)", "eps": None,
 ...     "request": {"lr": 0.01}, "history": [{"epoch": 1}]})
->>> result.accuracy, result.claim is None, result.lr
-(0.9, True, 0.01)
+>>> result.accuracy, result.claim is None, result.lr, result.claims
+(0.9, True, 0.01, ())
+>>> result.to_json()["history"]
+[{'epoch': 1}]
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +53,24 @@ class ClassifierResult:
     diagnostics_scope: str | None = None
     history: tuple[Mapping[str, Any], ...] = ()
     privacy_notes: tuple[str, ...] = ()
+    train_accuracy: float | None = None
+    gradient_bound: Mapping[str, Any] | None = None
+    """The bound on every per-example gradient (quantum models: Theorem 3.2's; clipless
+    DP-SGD: Delta and its parts); None for the other models."""
+    unclipped_reference: Mapping[str, Any] | None = None
+    """The unclipped twin's final accuracy and loss (``unclipped_reference`` runs)."""
+    request: Mapping[str, Any] = field(default_factory=dict)
+    """The run's validated settings, as config.json holds them."""
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def claims(self) -> tuple[PrivacyClaim, ...]:
+        """Every privacy claim of the run: DP-SGD's (eps, delta) on the weights, or none."""
+        return () if self.claim is None else (self.claim,)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (result.json's object), a copy the caller may change."""
+        return copy.deepcopy(dict(self.raw))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassifierResult:
@@ -70,7 +92,11 @@ class ClassifierResult:
                 final_diagnostics=dict(data.get("final_diagnostics") or {}),
                 diagnostics_scope=data.get("diagnostics_scope"),
                 history=tuple(data.get("history") or ()),
-                privacy_notes=tuple(data.get("privacy_notes") or ()), raw=dict(data))
+                privacy_notes=tuple(data.get("privacy_notes") or ()),
+                train_accuracy=data.get("train_accuracy"),
+                gradient_bound=data.get("gradient_bound"),
+                unclipped_reference=data.get("unclipped_reference"),
+                request=dict(data["request"]), raw=dict(data))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f"a classifier result lacks or garbles {exc}: not what "
                                     "qpriv train-classifier writes") from exc

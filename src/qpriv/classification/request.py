@@ -13,11 +13,17 @@ directory (:func:`check_out_dir`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from qpriv.classification.data import DEFAULT_IMAGE_SIZE, TASKS, ClassificationData, load_task
+from qpriv.classification.data import (
+    ARRAYS,
+    DEFAULT_IMAGE_SIZE,
+    TASKS,
+    ClassificationData,
+    load_task,
+)
 from qpriv.classification.dpsgd import LR_HINT, MAX_LR
 from qpriv.errors import (
     ArgumentError,
@@ -117,6 +123,23 @@ class ClassifierRequest:
             del form["input_bound"], form["bias_bound"]
         return form
 
+    @classmethod
+    def from_json(cls, form: Mapping) -> ClassifierRequest:
+        """The request a run recorded (:meth:`to_json`'s form, as result.json's ``request``
+        holds it; keys a later version added take the values earlier runs ran with).
+
+        Raises:
+            InvalidInputError: a setting is missing (not a classifier run's request).
+        """
+        names = {f.name for f in fields(cls)} - {"default_input_bound"}
+        known = {key: value for key, value in form.items() if key in names}
+        known["hidden"] = tuple(known.get("hidden") or ())
+        try:
+            return cls(**known)
+        except TypeError as exc:
+            raise InvalidInputError(f"a classifier run's request lacks a setting ({exc}): not "
+                                    "what qpriv train-classifier writes") from None
+
 
 def validate_request(
     *, task: str, model: str, clip: float | str | None, batch: int, epochs: int,
@@ -187,7 +210,7 @@ def validate_request(
 def _check_choices(*, task: str, model: str, clip: float | str | None,
                    eps: float | None) -> None:
     """The task, the model and the clipping, each and together."""
-    if not isinstance(task, str) or not (task in ("synthetic", "digits")
+    if not isinstance(task, str) or not (task in ("synthetic", "digits", ARRAYS)
                                          or task.startswith("folder:")):
         raise ArgumentError(f"{{task}} = {ArgumentError.literal(repr(task))} is not one of "
                             f"{TASKS}")
@@ -261,20 +284,34 @@ def check_out_dir(out_dir: str | Path | None, *, resume: bool = False) -> Path |
                                                         REFERENCE_FILE))
 
 
-def check_batch(task: str, batch: int, *, image_size: int = DEFAULT_IMAGE_SIZE) -> None:
+def check_batch(task: str | ClassificationData, batch: int, *,
+                image_size: int = DEFAULT_IMAGE_SIZE) -> None:
     """Refuse an expected ``batch`` above ``task``'s training set (what
     :func:`~qpriv.classification.run.train_classifier` refuses once it has loaded the task),
     for a caller that must know before it trains anything else, such as the learning-rate
-    tuning's trials."""
-    _check_batch(batch, task=task, n_train=len(load_task(task, image_size=image_size).y_train))
+    tuning's trials. ``task`` is a task's name or the data itself (arrays given to fit)."""
+    data = task if isinstance(task, ClassificationData) else load_task(task,
+                                                                       image_size=image_size)
+    _check_batch(batch, task=data.name, n_train=len(data.y_train))
 
 
-def load_checked_task(request: ClassifierRequest) -> ClassificationData:
-    """The data of the request's task, checked against the request: the batch fits the
-    training set (with ``validation``, the split held out of it is returned instead, and a
-    trial on it takes the batch of the run it tunes, clamped to the split's size), and the
-    model takes this kind of input (images, and a power-of-two side for ``quantum-image``)."""
-    data = load_task(request.task, image_size=request.image_size)
+def load_checked_task(request: ClassifierRequest,
+                      given: ClassificationData | None = None) -> ClassificationData:
+    """The data of the request's task (``given``: arrays given to fit, task ``arrays``),
+    checked against the request: the batch fits the training set (with ``validation``, the
+    split held out of it is returned instead, and a trial on it takes the batch of the run it
+    tunes, clamped to the split's size), and the model takes this kind of input (images, and a
+    power-of-two side for ``quantum-image``).
+
+    Raises:
+        InvalidInputError: task ``arrays`` without the arrays, or a check above fails.
+    """
+    if (request.task == ARRAYS) != (given is not None):
+        raise InvalidInputError(
+            f"task = {ARRAYS!r} names arrays given to qpriv.DPSGDClassifier.fit(X, y), and "
+            f"only them; name a task ({', '.join(TASKS)}) or fit on the arrays")
+    data = given if given is not None else load_task(request.task,
+                                                     image_size=request.image_size)
     if request.validation is None:
         _check_batch(request.batch, task=request.task, n_train=len(data.y_train))
     else:

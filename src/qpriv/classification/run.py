@@ -1,4 +1,4 @@
-"""The front door of a private classifier run: task -> model -> DP-SGD -> diagnostics -> JSON.
+"""A private classifier run: task -> model -> DP-SGD -> diagnostics -> a typed result.
 
 Example::
 
@@ -6,7 +6,12 @@ Example::
 
     result = train_classifier(task="synthetic", model="quantum", clip=1.5, batch=64, eps=10.0,
                               epochs=20, seed=2024, lr=0.03)
-    result["accuracy"], result["eps"]["value"], result["final_diagnostics"]["alignment"]
+    result.accuracy, result.claim.value, result.final_diagnostics["alignment"]
+
+:func:`run_request` is the run itself, on a validated request, and also gives the trained
+model: :class:`qpriv.classification.estimators.DPSGDClassifier` (the front door, which the
+command line calls) fits with it; :func:`train_classifier` is the keyword-argument form kept
+for one release.
 
 ``eps=None`` trains without noise: clipping only (the paper's Figure 2 setting) or, with
 ``clip=None``, plain unclipped training. ``clip="structural"`` (quantum models) uses Theorem
@@ -16,8 +21,8 @@ whose every per-example gradient is bounded by Delta, the noise calibrated to De
 
 Every input is validated before anything is computed (:mod:`qpriv.classification.request`);
 the run's claim and gradient bound are written by :mod:`qpriv.classification.privacy`. With
-``out_dir`` the run writes ``config.json`` (what was asked) first and ``result.json`` at the
-end, atomically.
+``out_dir`` the run writes ``config.json`` (what was asked) first, ``classifier.pt`` (the
+trained weights alone) and ``result.json`` at the end, atomically.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from torch import nn
 from qpriv.classification.bounds import structural_clip
 from qpriv.classification.data import DEFAULT_IMAGE_SIZE, ClassificationData
 from qpriv.classification.dpsgd import DPSGDConfig, train_dpsgd
-from qpriv.classification.loader import fit_loaders
+from qpriv.classification.loader import LoadedImages, fit_loaders
 from qpriv.classification.models import (
     GroupNormCNN,
     LipschitzMLP,
@@ -53,6 +58,7 @@ from qpriv.classification.privacy import (
     name_the_guard,
     privacy_record,
 )
+from qpriv.classification.records import ClassifierResult
 from qpriv.classification.request import (
     DEFAULT_LR,
     ClassifierRequest,
@@ -60,11 +66,17 @@ from qpriv.classification.request import (
     load_checked_task,
     validate_request,
 )
+from qpriv.privacy.budget import CLASSIFIER_DELTA
 from qpriv.privacy.randomness import run_seed
 from qpriv.quantum.states import amplitude_encode
 from qpriv.runs.directory import open_run
-from qpriv.runs.files import atomic_write_json
-from qpriv.runs.layout import CHECKPOINT_FILE, REFERENCE_FILE, RESULT_FILE
+from qpriv.runs.files import atomic_torch_save, atomic_write_json, load_checkpoint
+from qpriv.runs.layout import (
+    CHECKPOINT_FILE,
+    CLASSIFIER_MODEL_FILE,
+    REFERENCE_FILE,
+    RESULT_FILE,
+)
 from qpriv.threads import torch_threads
 from qpriv.training.seeding import derive_seed, seed_everything
 from qpriv.training.trainer import diverged_epoch
@@ -73,9 +85,21 @@ _UNCHECKED = ("threads",)
 """Request keys a resumed run may change: they do not change what is computed."""
 
 
+@dataclass(frozen=True)
+class TrainedClassifier:
+    """A finished run: its result, the trained model the claim covers (None: a finished run
+    read back that kept no weights, as qpriv 0.1.0's with their checkpoints removed), its
+    request."""
+
+    result: ClassifierResult
+    model: nn.Module | None
+    request: ClassifierRequest
+
+
 def train_classifier(
-    *, task: str, model: str, clip: float | str | None, batch: int, epochs: int,
-    seed: int | None, lr: float = DEFAULT_LR, eps: float | None = None, delta: float = 1e-5,
+    *, task: str | ClassificationData, model: str, clip: float | str | None, batch: int,
+    epochs: int, seed: int | None, lr: float = DEFAULT_LR, eps: float | None = None,
+    delta: float = CLASSIFIER_DELTA,
     optimizer: str = "adam", preclip_noise: float = 0.0, tau: float | None = None,
     n_layers: int | None = None, depolarizing: float = 0.0, shots: int | None = None,
     hidden: Sequence[int] = (32, 32), input_bound: float | None = None,
@@ -84,19 +108,22 @@ def train_classifier(
     diagnostics: bool = True, validation: float | None = None,
     out_dir: str | Path | None = None, resume: bool = False, lr_tuning: dict | None = None,
     threads: int | None = None, progress: bool = False,
-) -> dict:
-    """Train one classifier with DP-SGD (or clipping only) and return a JSON-able result.
+) -> ClassifierResult:
+    """Train one classifier with DP-SGD (or clipping only) and return its typed result (kept
+    for one release beside :class:`qpriv.DPSGDClassifier`, the estimator, which runs the same
+    code and keeps the model).
 
     Examples:
         Seconds: one epoch of a small MLP on the synthetic task at eps = 10:
 
         >>> result = train_classifier(task="synthetic", model="mlp", clip=1.0, batch=64,
         ...                           epochs=1, seed=2024, eps=10.0, threads=1)
-        >>> result["eps"]["kind"], result["eps"]["accounting"], result["eps"]["value"] <= 10.0
+        >>> str(result.claim.kind), str(result.claim.accounting), result.claim.value <= 10.0
         ('global (eps, delta)-DP', 'rigorous', True)
 
     Args:
-        task: ``synthetic``, ``digits`` or ``folder:PATH`` (:mod:`qpriv.classification.data`).
+        task: ``synthetic``, ``digits`` or ``folder:PATH`` (:mod:`qpriv.classification.data`),
+            or the data itself (:func:`~qpriv.classification.data.array_task`'s arrays).
         model: ``mlp`` (tanh), ``lipschitz`` (deel-torchlip GNP layers, Lipschitz constant C),
             ``quantum`` (variational classifier on the amplitude-encoded features), ``cnn``
             (GroupNorm CNN, images) or ``quantum-image`` (hierarchically learned amplitude
@@ -152,6 +179,8 @@ def train_classifier(
         progress: one line per epoch on stderr.
 
     Returns:
+        The :class:`~qpriv.classification.records.ClassifierResult`, whose JSON form
+        (``to_json()``, what ``result.json`` holds) has
         ``accuracy`` (test, or validation with ``validation``; final epoch), ``evaluated_on``,
         ``diverged_epoch`` (the epoch whose training loss was not finite, where training
         stopped, or None; a model with non-finite outputs predicts no class, so its accuracy
@@ -168,28 +197,66 @@ def train_classifier(
     Raises:
         InvalidInputError: any bad argument or task, before any training.
     """
-    started = time.perf_counter()
+    given = task if isinstance(task, ClassificationData) else None
     request = validate_request(
-        task=task, model=model, clip=clip, batch=batch, epochs=epochs, seed=seed, lr=lr,
-        eps=eps, delta=delta, optimizer=optimizer, preclip_noise=preclip_noise, tau=tau,
-        n_layers=n_layers, depolarizing=depolarizing, shots=shots, hidden=hidden,
-        image_size=image_size, loader_layers=loader_layers, loader_steps=loader_steps,
-        unclipped_reference=unclipped_reference, validation=validation, threads=threads,
-        input_bound=input_bound, bias_bound=bias_bound)
+        task=task if given is None else given.name, model=model, clip=clip, batch=batch,
+        epochs=epochs, seed=seed, lr=lr, eps=eps, delta=delta, optimizer=optimizer,
+        preclip_noise=preclip_noise, tau=tau, n_layers=n_layers, depolarizing=depolarizing,
+        shots=shots, hidden=hidden, image_size=image_size, loader_layers=loader_layers,
+        loader_steps=loader_steps, unclipped_reference=unclipped_reference,
+        validation=validation, threads=threads, input_bound=input_bound,
+        bias_bound=bias_bound)
+    return run_request(request, given=given, diagnostics=diagnostics, out_dir=out_dir,
+                       resume=resume, lr_tuning=lr_tuning, progress=progress).result
+
+
+def run_request(request: ClassifierRequest, *, given: ClassificationData | None = None,
+                diagnostics: bool = True, out_dir: str | Path | None = None,
+                resume: bool = False, lr_tuning: dict | None = None,
+                progress: bool = False) -> TrainedClassifier:
+    """Run a validated request (:func:`train_classifier` says what each argument does;
+    ``given``: the data of task ``arrays``) and return the result with the trained model (a
+    finished run in ``out_dir``, with ``resume``: its result and its weights read back).
+
+    Raises:
+        InvalidInputError: the task, the data or ``out_dir`` is refused, before any training.
+    """
+    started = time.perf_counter()
     out = check_out_dir(out_dir, resume=resume)
-    with torch_threads(threads) as used_threads:
-        prepared = _prepare(request, progress=progress)
+    with torch_threads(request.threads) as used_threads:
+        prepared = _prepare(request, given=given, progress=progress)
         # only once every setting, the accountant's included, is accepted
         finished = open_run(out, prepared.written, resume=resume, ignore=_UNCHECKED)
         if finished is not None:
-            return finished
+            weights = read_weights(out)
+            if weights is not None:
+                prepared.net.load_state_dict(weights)
+            return TrainedClassifier(ClassifierResult.from_json(finished),
+                                     None if weights is None else prepared.net, request)
         history, reference_info = _train(prepared, out=out, diagnostics=diagnostics,
                                          progress=progress)
     result = _result(prepared, history, reference_info, lr_tuning=lr_tuning,
                      started=started, threads=used_threads)
     if out is not None:
+        atomic_torch_save(out / CLASSIFIER_MODEL_FILE, prepared.net.state_dict())
         atomic_write_json(out / RESULT_FILE, result)
-    return result
+    return TrainedClassifier(ClassifierResult.from_json(result), prepared.net, request)
+
+
+def read_weights(folder: Path) -> dict | None:
+    """The trained weights a run kept in ``folder``: ``classifier.pt``, or for a run written
+    before it was kept, the final checkpoint's model (the weights the result was measured on);
+    None where neither file is there.
+
+    Raises:
+        InvalidInputError: the file is damaged.
+    """
+    fix = "train the run again into a fresh folder"
+    if (folder / CLASSIFIER_MODEL_FILE).is_file():
+        return load_checkpoint(folder / CLASSIFIER_MODEL_FILE, fix=fix)
+    if (folder / CHECKPOINT_FILE).is_file():
+        return load_checkpoint(folder / CHECKPOINT_FILE, fix=fix)["model"]
+    return None
 
 
 # -- the steps of a run ---------------------------------------------------------------------------
@@ -218,16 +285,18 @@ class _Prepared:
         return self.inputs["x_train"].shape[0]
 
 
-def _prepare(request: ClassifierRequest, *, progress: bool) -> _Prepared:
+def _prepare(request: ClassifierRequest, *, given: ClassificationData | None,
+             progress: bool) -> _Prepared:
     """Load and check the data, build the model from the run's seed, resolve C and calibrate
     sigma: everything a run does before it trains or writes anything."""
-    data = load_checked_task(request)
-    written = {**request.to_json(), "task_data": data.summary()}
+    data = load_checked_task(request, given)
+    written = {**request.to_json(), "task_data": data.summary(),
+               **({"arrays_sha256": data.sha256} if data.sha256 else {})}
     inputs, extra = _model_inputs(request, data)
     seed = run_seed(request.seed)  # a secret one is used and written nowhere
     seed_everything(derive_seed(seed, "model-init"))
-    net = _build_model(request, data, generator=torch.Generator().manual_seed(
-        derive_seed(seed, "model-init")))
+    net = build_model(request, n_features=data.n_features, n_classes=data.n_classes,
+                      generator=torch.Generator().manual_seed(derive_seed(seed, "model-init")))
     clip_value, clip_info = _resolve_clip(request.clip, net, tau=request.tau)
     if progress:
         print(f"{request.model}: {count_parameters(net)} trainable parameters",
@@ -241,7 +310,8 @@ def _prepare(request: ClassifierRequest, *, progress: bool) -> _Prepared:
         task=request.task, input_bound=request.input_bound, bias_bound=request.bias_bound,
         tau=request.tau, default_input_bound=request.default_input_bound)
     privacy = privacy_record(config, n_train=n_train, eps=request.eps, delta=request.delta,
-                             analytic=constants, secret=request.seed is None)
+                             analytic=constants, secret=request.seed is None,
+                             arrays=given is not None)
     return _Prepared(request=request, data=data, written=written, inputs=inputs, extra=extra,
                      seed=seed, net=net, clip_info=clip_info,
                      config=replace(config, noise_multiplier=privacy["sigma"]),
@@ -269,7 +339,8 @@ def _train_reference(run: _Prepared, *, out: Path | None,
     """The same initial model on the same batches without clipping or noise: its training
     loss per epoch (NaN after an epoch where it diverged) and the result's record of it."""
     initial = {k: v.detach().clone() for k, v in run.net.state_dict().items()}
-    twin = _build_model(run.request, run.data, generator=None)
+    twin = build_model(run.request, n_features=run.data.n_features,
+                       n_classes=run.data.n_classes, generator=None)
     twin.load_state_dict(initial)
     ref_config = replace(run.config, clip=None, noise_multiplier=0.0, preclip_noise=0.0)
     ref_history = train_dpsgd(
@@ -334,10 +405,8 @@ def _model_inputs(request: ClassifierRequest, data: ClassificationData) -> tuple
               "x_test": data.x_test, "y_test": data.y_test}
     extra: dict = {}
     if request.model == "quantum-image":
-        kwargs = {"layers_per_level": request.loader_layers,
-                  "steps_per_level": request.loader_steps}
-        train = fit_loaders(data.x_train, **kwargs)
-        test = fit_loaders(data.x_test, **kwargs)
+        train = loaded_images(request, data.x_train)
+        test = loaded_images(request, data.x_test)
         inputs.update(x_train=train.states, x_test=test.states)
         extra["loader"] = {"train": train.summary(), "test": test.summary()}
     elif request.model == "quantum":
@@ -348,9 +417,18 @@ def _model_inputs(request: ClassifierRequest, data: ClassificationData) -> tuple
     return inputs, extra
 
 
-def _build_model(request: ClassifierRequest, data: ClassificationData, *,
-                 generator: torch.Generator | None) -> nn.Module:
-    n_features, n_classes, model = data.n_features, data.n_classes, request.model
+def loaded_images(request: ClassifierRequest, images: torch.Tensor) -> LoadedImages:
+    """``quantum-image``'s inputs: each image's own learned loader, frozen (per image, so
+    a prediction loads new images exactly as training loaded its own)."""
+    return fit_loaders(images, layers_per_level=request.loader_layers,
+                       steps_per_level=request.loader_steps)
+
+
+def build_model(request: ClassifierRequest, *, n_features: int, n_classes: int,
+                generator: torch.Generator | None) -> nn.Module:
+    """The request's classifier for ``n_features`` inputs and ``n_classes`` classes, its
+    weights drawn from ``generator`` (the run's ``model-init`` stream)."""
+    model = request.model
     if model == "mlp":
         return TanhMLP(n_features=n_features, n_classes=n_classes, hidden=request.hidden)
     if model == "lipschitz" and request.clip == "analytic":

@@ -131,7 +131,7 @@ def tune_learning_rate(*, grid: Sequence[float], validation: float = VALIDATION_
                         image_size=arguments.get("image_size", DEFAULT_IMAGE_SIZE))
         trials = [(lr, train_classifier(**{**arguments, "diagnostics": False,
                                            "unclipped_reference": False, "out_dir": None},
-                                        lr=lr, validation=validation))
+                                        lr=lr, validation=validation).to_json())
                   for lr in rates]
         return tuning_record(trials, validation=validation)
 

@@ -1,16 +1,15 @@
 """``qpriv train-classifier``: DP-SGD (or clipping only) on a classical, Lipschitz or quantum
-classifier (:func:`qpriv.classification.run.train_classifier`), with the learning rate given or
-tuned on a validation split (:func:`qpriv.classification.tuning.tune_learning_rate`)."""
+classifier, with the learning rate given or tuned on a validation split: the command fits
+:class:`qpriv.classification.estimators.DPSGDClassifier`, the library's estimator, and prints
+its result."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
+from qpriv.classification.estimators import DPSGDClassifier
 from qpriv.classification.records import ClassifierResult
 from qpriv.classification.request import ANALYTIC_TAU, DEFAULT_LR, DEFAULT_TAU
-from qpriv.classification.run import train_classifier
-from qpriv.classification.tuning import tune_learning_rate
 from qpriv.cli.common import (
     add_command,
     add_json_flag,
@@ -102,35 +101,22 @@ def run(args: argparse.Namespace) -> int:
     if quantum_flags and args.model not in ("quantum", "quantum-image"):
         raise InvalidInputError(f"{', '.join(quantum_flags)} set the quantum models; model "
                                 f"{args.model!r} takes none: leave them out")
-    optional = {name: value for name, value in (("delta", args.delta), ("tau", args.tau),
-                                                ("depolarizing", args.depolarizing),
-                                                ("input_bound", args.input_bound),
-                                                ("bias_bound", args.bias_bound))
+    optional = {name: value for name, value in (("delta", args.delta),
+                                                ("depolarizing", args.depolarizing))
                 if value is not None}  # the library's defaults otherwise
-    settings = dict(
-        task=args.task, model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
-        seed=seed_of(args), eps=args.eps, optimizer=args.optimizer,
-        preclip_noise=args.preclip_noise, n_layers=args.layers, shots=args.shots,
-        threads=args.threads, **optional,
-    )
-    quiet = args.quiet or args.json
-    tuning = None
-    if args.lr_grid:
-        tuning = tune_learning_rate(grid=args.lr_grid, lr=args.lr, out_dir=args.out,
-                                    resume=args.resume, **settings)
-        if not quiet:
-            trials = ", ".join(f"{t['lr']:g}: {t['validation_accuracy']:.3f}"
-                               for t in tuning["trials"])
-            print(f"learning rate {tuning['lr']:g} chosen on the validation split ({trials})",
-                  file=sys.stderr)
-    rate = {"lr": tuning["lr"]} if tuning else {} if args.lr is None else {"lr": args.lr}
-    result = train_classifier(**settings, **rate, unclipped_reference=args.unclipped_reference,
-                              out_dir=args.out, resume=args.resume, lr_tuning=tuning,
-                              progress=not quiet)
+    estimator = DPSGDClassifier(
+        model=args.model, clip=args.clip, batch=args.batch, epochs=args.epochs,
+        seed=seed_of(args), eps=args.eps, lr=args.lr, lr_grid=args.lr_grid,
+        optimizer=args.optimizer, preclip_noise=args.preclip_noise, tau=args.tau,
+        n_layers=args.layers, shots=args.shots, input_bound=args.input_bound,
+        bias_bound=args.bias_bound, unclipped_reference=args.unclipped_reference,
+        threads=args.threads, **optional)
+    estimator.fit(args.task, out_dir=args.out, resume=args.resume,
+                  progress=not (args.quiet or args.json))
     if args.json:
-        emit_json(result)
+        emit_json(estimator.result_.to_json())
         return 0
-    _print_result(ClassifierResult.from_json(result), tuning=tuning)
+    _print_result(estimator.result_, tuning=estimator.lr_tuning_)
     return 0
 
 

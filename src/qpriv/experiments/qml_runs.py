@@ -88,7 +88,7 @@ def stored_run(run: Run, *, plan: Protocol, out_dir: Path, progress: bool,
     def train() -> dict:
         # one thread whatever the grid's --threads: the run key does not name a thread count,
         # and a matrix product's last bits depend on it, so a stored run is one thread's
-        result = train_classifier(**run.arguments(plan), threads=1, progress=False)
+        result = train_classifier(**run.arguments(plan), threads=1, progress=False).to_json()
         if tuning:
             result["lr_tuning"] = tuning
         if progress:

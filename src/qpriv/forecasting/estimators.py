@@ -17,11 +17,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
-from qpriv.forecasting.csv_input import CsvFormat
+from qpriv.forecasting.csv_input import CsvFormat, checked_dataframe, load_frame
 from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.methods import LINEAR, METHODS
 from qpriv.forecasting.records import ForecastResult
@@ -127,6 +128,35 @@ class Forecaster:
                  passes: int | None = None, seed: int | None = None) -> pd.DataFrame:
         """The next H values after ``data``'s last row (or the row at ``at``), in its units."""
         return self._fitted().run_.forecast(data, at=at, passes=passes, seed=seed)
+
+    def score(self, data: str | Path | pd.DataFrame, *, passes: int | None = None,
+              seed: int | None = None) -> dict[str, float]:
+        """The forecasts' errors on ``data`` (a DataFrame or a CSV's path), in its own units:
+        a forecast every H rows from the first look-back of L rows on, each against the H
+        rows that follow it; ``mse`` and ``mae`` are the means over every target value of
+        every channel (a gap in the targets is left out), ``forecasts`` how many were made.
+
+        Raises:
+            InvalidInputError: ``data`` has fewer than L + H rows, or :meth:`forecast` refuses
+                it.
+        """
+        run = self._fitted().run_
+        channels, seq_len, horizon = run.inference.channels, run.request.seq_len, \
+            run.request.horizon
+        truth = (checked_dataframe(data, columns=channels, selectable=False,
+                                   allow_missing=True) if isinstance(data, pd.DataFrame) else
+                 load_frame(data, columns=channels, selectable=False, allow_missing=True,
+                            fmt=CsvFormat.from_dict(run.request.raw.get("csv_format"))))
+        ends = range(seq_len - 1, len(truth) - horizon, horizon)
+        if not ends:
+            raise InvalidInputError(f"{len(truth)} rows hold no forecast to score: the run "
+                                    f"needs L + H = {seq_len + horizon} rows or more")
+        errors = np.concatenate([
+            run.forecast(truth.iloc[end + 1 - seq_len:end + 1], passes=passes,
+                         seed=seed)[list(channels)].to_numpy()
+            - truth.iloc[end + 1:end + 1 + horizon].to_numpy() for end in ends])
+        return {"mse": float(np.nanmean(errors**2)), "mae": float(np.nanmean(np.abs(errors))),
+                "forecasts": len(ends)}
 
     def save(self, directory: str | Path) -> Path:
         """Copy the run folder to ``directory`` (which must not exist); ``qpriv.load`` reads it

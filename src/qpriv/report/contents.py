@@ -1,11 +1,11 @@
 """What a directory holds, and so what its report shows (:func:`detect`).
 
 In order: a forecasting run (``qpriv train --out``: ``config.json`` and ``result.json``, or a
-released model: its result and weights); a classifier run (``qpriv train-classifier --out``:
-its ``result.json`` names a ``task``); a folder of a kind a layer above registered
-(:mod:`qpriv.report.registry`: a frontier, a reproduction); a folder of forecasting runs (a
-quickstart's ``--out``), with the registered folders it holds; an ``--out`` folder above
-registered folders only.
+released model: its result and weights); a classifier run (``qpriv train-classifier --out``,
+or ``DPSGDClassifier.save``'s result and weights: its ``result.json`` names a ``task``); a
+folder of a kind a layer above registered (:mod:`qpriv.report.registry`: a frontier, a
+reproduction); a folder of forecasting runs (a quickstart's ``--out``), with the registered
+folders it holds; an ``--out`` folder above registered folders only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ from qpriv.errors import InvalidInputError
 from qpriv.report.registry import folder_kind, folder_kinds, runs_kind
 from qpriv.report.result_files import REWRITE_FIX
 from qpriv.runs.files import read_json_object
-from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE
+from qpriv.runs.layout import (
+    BEST_FILE,
+    CLASSIFIER_MODEL_FILE,
+    CONFIG_FILE,
+    LINEAR_MODEL_FILE,
+    RESULT_FILE,
+)
 
 RUN = "run"
 """The kind of a forecasting run's report."""
@@ -43,9 +49,11 @@ class Contents:
 
 
 def is_run(path: Path) -> bool:
-    """A run folder, or a released model (its result and weights, no settings)."""
+    """A run folder, or a released model (its result and weights, no settings: a linear
+    forecaster's, a backbone's, or a saved classifier's)."""
     return (path / RESULT_FILE).is_file() and any(
-        (path / name).is_file() for name in (CONFIG_FILE, LINEAR_MODEL_FILE, BEST_FILE))
+        (path / name).is_file()
+        for name in (CONFIG_FILE, LINEAR_MODEL_FILE, BEST_FILE, CLASSIFIER_MODEL_FILE))
 
 
 def is_classifier_run(path: Path) -> bool:

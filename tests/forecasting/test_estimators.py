@@ -18,8 +18,11 @@ from qpriv.forecasting.estimators import (
     PublicForecaster,
     RidgeForecaster,
     TransformerForecaster,
+    _recorded_settings,
     load,
 )
+from qpriv.forecasting.methods import budget_arguments
+from qpriv.privacy.budget import PrivacyTarget, Spend
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +151,59 @@ def test_a_loaded_backbone_estimator_refits_to_the_same_run(series, tmp_path):
     assert again.get_params() == {**model.get_params(), "threads": None}
     assert again.fit(csv).mse_ == model.mse_
     assert again.claims_ == model.claims_
+
+
+def test_a_typed_budget_is_the_same_run_as_its_eps(series):
+    """Issue 40, item 2: PrivacyTarget(eps, Spend.RELEASE, unit=...) fits exactly the model
+    eps=..., unit=... fits; the claim carries the budget's eps and unit."""
+    csv, _ = series
+    typed = DPLinearForecaster(seq_len=96, horizon=7, budget=PrivacyTarget(
+        2.0, Spend.RELEASE, delta=1e-7, unit="window")).fit(csv)
+    bare = DPLinearForecaster(eps=2.0, delta=1e-7, unit="window", seq_len=96, horizon=7).fit(csv)
+    pd.testing.assert_frame_equal(typed.predict(), bare.predict())
+    claim = typed.claims_[0]
+    assert (claim.value, claim.unit.value, claim.delta) == (2.0, "window", 1e-7)
+
+
+@pytest.mark.parametrize(("method", "budget", "arguments"), [
+    ("dp-linear", PrivacyTarget(1.0, Spend.RELEASE), {"eps": 1.0, "accounting": "paper"}),
+    ("dpsgd", PrivacyTarget(3.0, Spend.RELEASE, delta=1e-6),
+     {"eps": 3.0, "accounting": "paper", "delta": 1e-6}),
+    ("ldpt", PrivacyTarget(0.2, Spend.PER_PASS), {"eps": 0.2, "accounting": "paper"}),
+    ("ldpt", PrivacyTarget(2.0, Spend.OVER_TRAINING, delta=1e-5),
+     {"eps_total": 2.0, "accounting": "rigorous", "delta": 1e-5}),
+])
+def test_a_budget_becomes_the_arguments_that_spend_it(method, budget, arguments):
+    assert budget_arguments(method, budget) == arguments
+
+
+@pytest.mark.parametrize(("method", "budget", "words"), [
+    ("dp-linear", PrivacyTarget(0.1, Spend.PER_PASS), "does not spend its eps per pass"),
+    ("ldpt", PrivacyTarget(1.0, Spend.RELEASE), "does not spend its eps release"),
+    ("classical", PrivacyTarget(1.0, Spend.PER_PASS), "it adds no noise"),
+    ("dp-linear", 1.0, "is not a PrivacyTarget"),
+])
+def test_a_budget_spent_on_something_else_is_refused(method, budget, words):
+    with pytest.raises(InvalidInputError, match=words):
+        budget_arguments(method, budget)
+
+
+def test_a_budget_and_an_eps_together_are_refused_before_any_fit(series, tmp_path):
+    csv, _ = series
+    model = DPLinearForecaster(eps=2.0, budget=PrivacyTarget(1.0, Spend.RELEASE))
+    with pytest.raises(InvalidInputError, match=r"leave \['eps'\] at their defaults"):
+        model.fit(csv, out_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_rigorous_run_loads_back_as_its_budget_over_training():
+    """A rigorous run records its eps_total as eps beside accounting='rigorous': loaded back,
+    that is the typed budget over the whole training, not a per-pass eps the refit refuses."""
+    request = {"model": {"family": "backbone"}, "accounting": "rigorous", "eps": 2.0,
+               "delta": 1e-5, "train": {"batch_size": 32}, "horizon": 24}
+    settings = _recorded_settings(request, TransformerForecaster().get_params())
+    assert settings == {"budget": PrivacyTarget(2.0, Spend.OVER_TRAINING, delta=1e-5),
+                        "batch_size": 32, "horizon": 24}
+    refit = TransformerForecaster(**settings)._run_settings()
+    assert (refit["eps_total"], refit["accounting"], refit["delta"]) == (2.0, "rigorous", 1e-5)
+    assert "eps" not in refit

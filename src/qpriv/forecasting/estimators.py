@@ -11,6 +11,7 @@ an estimator, a CLI run and a released folder are the same files and the same nu
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -24,10 +25,10 @@ from qpriv.errors import InvalidInputError
 from qpriv.forecasting.artifacts import LinearRun, LoadedRun, load_run
 from qpriv.forecasting.csv_input import CsvFormat, checked_dataframe, load_frame
 from qpriv.forecasting.datasets import DATASETS
-from qpriv.forecasting.methods import LINEAR, METHODS
+from qpriv.forecasting.methods import LINEAR, METHODS, budget_arguments
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
-from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA
+from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA, PrivacyTarget, Spend
 from qpriv.privacy.claims import PrivacyClaim
 
 __all__ = ["DPLinearForecaster", "Forecaster", "PublicForecaster", "RidgeForecaster",
@@ -67,8 +68,23 @@ class Forecaster:
         return self
 
     def _run_settings(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`run_forecast` beyond the data (subclasses map)."""
-        return dict(self._params)
+        """The keyword arguments of :func:`run_forecast` beyond the data: the settings, a typed
+        ``budget`` turned into the arguments that spend it (:func:`budget_arguments`)."""
+        settings = {key: value for key, value in self._params.items() if key != "method"}
+        budget = settings.pop("budget", None)
+        if budget is None:
+            return settings
+        spent = budget_arguments(self.method, budget)
+        defaults = {name: parameter.default for name, parameter
+                    in inspect.signature(type(self).__init__).parameters.items()}
+        crossed = sorted(key for key in ("eps", "delta", "unit", "accounting")
+                         if key in settings and settings[key] != defaults.get(key))
+        if crossed:
+            raise InvalidInputError(f"budget= states eps, delta and unit; leave {crossed} at "
+                                    "their defaults, or give them without a budget")
+        settings = {key: value for key, value in settings.items()
+                    if key not in ("eps", "delta", "unit", "accounting")}
+        return {**settings, **spent}
 
     def fit(self, data: Data, *, columns: Sequence[str] | None = None,
             csv_format: CsvFormat | None = None, data_dir: str | Path | None = None,
@@ -185,6 +201,14 @@ class DPLinearForecaster(Forecaster):
         (24, 7)
         >>> model.mse_ < qpriv.PublicForecaster(horizon=24).fit("ETTh1").mse_   # beats the floor
         True
+
+        The budget typed, what its eps is spent on said (here: the released model, per window):
+
+        >>> from qpriv.privacy.budget import PrivacyTarget, Spend
+        >>> window = qpriv.DPLinearForecaster(
+        ...     budget=PrivacyTarget(1.0, Spend.RELEASE, unit="window")).fit("ETTh1")
+        >>> print(window.claims_[0].unit)
+        window
     """
 
     method = "dp-linear"
@@ -192,10 +216,11 @@ class DPLinearForecaster(Forecaster):
     def __init__(self, *, eps: float = 1.0, delta: float = GLOBAL_DELTA, unit: str = "record",
                  horizon: int = 24, seq_len: int = 336, select: str = "private",
                  scaler: str | None = None, clip_range: float | None = None,
-                 period: int | None = None, seed: int | None = 2024) -> None:
+                 period: int | None = None, seed: int | None = 2024,
+                 budget: PrivacyTarget | None = None) -> None:
         super().__init__(eps=eps, delta=delta, unit=unit, horizon=horizon, seq_len=seq_len,
                          select=select, scaler=scaler, clip_range=clip_range, period=period,
-                         seed=seed)
+                         seed=seed, budget=budget)
 
 
 class PublicForecaster(Forecaster):
@@ -221,14 +246,22 @@ class RidgeForecaster(Forecaster):
 
 class TransformerForecaster(Forecaster):
     """A method of the LDPT backbone (``ldpt``, ``classical``, ``dpsgd``, ...; ``qpriv
-    methods`` lists them), trained by the paper's protocol: minutes an epoch on a CPU."""
+    methods`` lists them), trained by the paper's protocol: minutes an epoch on a CPU.
+
+    ``eps`` is the method's own budget: the per-pass eps_s of the paper's accounting for the
+    channel and the per-pass baselines, the released weights' eps for DP-SGD. A typed
+    ``budget`` says which: ``PrivacyTarget(eps, Spend.PER_PASS)``, ``PrivacyTarget(eps,
+    Spend.RELEASE)`` (DP-SGD), or ``PrivacyTarget(eps_total, Spend.OVER_TRAINING, delta=...)``
+    for the rigorous record-level budget over the whole training (LDPT's channel).
+    """
 
     def __init__(self, *, method: str = "ldpt", eps: float | None = None,
                  horizon: int = 24, seq_len: int = 336, epochs: int | None = None,
                  batch_size: int | None = None, accounting: str = "paper",
                  delta: float | None = None, overrides: Mapping[str, Any] | None = None,
                  max_train_windows: int | None = None, max_eval_windows: int | None = None,
-                 seed: int | None = 2024, threads: int | None = None) -> None:
+                 seed: int | None = 2024, threads: int | None = None,
+                 budget: PrivacyTarget | None = None) -> None:
         entry = METHODS.get(method)
         if entry is None or entry.family == LINEAR:
             raise InvalidInputError(
@@ -239,12 +272,8 @@ class TransformerForecaster(Forecaster):
         super().__init__(method=method, eps=eps, horizon=horizon, seq_len=seq_len,
                          epochs=epochs, batch_size=batch_size, accounting=accounting,
                          delta=delta, overrides=overrides, max_train_windows=max_train_windows,
-                         max_eval_windows=max_eval_windows, seed=seed, threads=threads)
-
-    def _run_settings(self) -> dict[str, Any]:
-        settings = dict(self._params)
-        del settings["method"]
-        return settings
+                         max_eval_windows=max_eval_windows, seed=seed, threads=threads,
+                         budget=budget)
 
     @property
     def method(self) -> str:  # type: ignore[override]
@@ -293,12 +322,17 @@ def _recorded_settings(request: Mapping[str, Any], params: Mapping[str, Any]
     """The settings among ``params`` that config.json records, as a new fit takes them back: a
     backbone run records the feature path's delta even where it used none (the default, which
     the methods without a feature path refuse as a setting), an empty ``overrides`` for none,
-    and its batch with the training configuration."""
+    its batch with the training configuration, and a rigorous run's eps as the budget over the
+    whole training it is (``budget``)."""
     if (request.get("model") or {}).get("family") == LINEAR:
         recorded = dict(request)
     else:
         recorded = {**request, "batch_size": (request.get("train") or {}).get("batch_size")}
-        if recorded.get("delta") == FEATURE_PATH_DELTA and recorded.get("accounting") == "paper":
+        if recorded.get("accounting") == "rigorous":  # its eps is the budget over training
+            recorded["budget"] = PrivacyTarget(eps=recorded.pop("eps"), spend=Spend.OVER_TRAINING,
+                                               delta=recorded.pop("delta", None))
+            del recorded["accounting"]
+        elif recorded.get("delta") == FEATURE_PATH_DELTA:
             del recorded["delta"]
     return {key: recorded[key] for key in params
             if key != "method" and recorded.get(key) not in (None, {})}

@@ -230,6 +230,46 @@ def run_budget(name: str, *, eps: float | None = None, eps_total: float | None =
     return PrivacyTarget(eps=DEFAULT_EPS if eps is None else eps, spend=spend)
 
 
+def budget_arguments(name: str, budget: PrivacyTarget) -> dict[str, Any]:
+    """The arguments of a run of method ``name`` that spend the typed ``budget``: ``eps`` (and
+    the paper's accounting) for a per-pass or a release budget, ``eps_total`` with the rigorous
+    accounting for one over the whole training, then its ``delta`` and ``unit`` where it names
+    them. A budget spent on something the method does not spend its eps on is refused, so that
+    a per-pass eps_s is never read as a released model's eps, nor the reverse.
+
+    Examples:
+        >>> budget_arguments("dp-linear", PrivacyTarget(1.0, Spend.RELEASE, unit="window"))
+        {'eps': 1.0, 'accounting': 'paper', 'unit': 'window'}
+        >>> budget_arguments("ldpt", PrivacyTarget(2.0, Spend.OVER_TRAINING, delta=1e-5))
+        {'eps_total': 2.0, 'accounting': 'rigorous', 'delta': 1e-05}
+
+    Raises:
+        InvalidInputError: ``budget`` is not a :class:`PrivacyTarget`, or the method spends its
+            eps on something else (or adds no noise).
+    """
+    if not isinstance(budget, PrivacyTarget):
+        raise InvalidInputError(f"budget = {budget!r} is not a PrivacyTarget: give "
+                                "PrivacyTarget(eps, Spend.RELEASE | PER_PASS | OVER_TRAINING)")
+    rigorous = budget.spend is Spend.OVER_TRAINING
+    arguments: dict[str, Any] = ({"eps_total": budget.eps, "accounting": "rigorous"} if rigorous
+                                 else {"eps": budget.eps, "accounting": "paper"})
+    entry = method(name)
+    # whether a per-pass method's channel can be calibrated rigorously is the run's to refuse
+    spends = ({Spend.RELEASE} if entry.privacy == Kind.GLOBAL_DP
+              else {Spend.PER_PASS, Spend.OVER_TRAINING})
+    if not entry.needs_eps or budget.spend not in spends:
+        offered = (" or ".join(sorted(spend.name for spend in spends)) if entry.needs_eps
+                   else "none: it adds no noise")
+        raise InvalidInputError(
+            f"method {name!r} does not spend its eps {budget.spend.value}; the budgets it "
+            f"takes: {offered} (PrivacyTarget(eps, Spend.X))")
+    if budget.delta is not None:
+        arguments["delta"] = budget.delta
+    if budget.unit is not None:
+        arguments["unit"] = budget.unit
+    return arguments
+
+
 def replace_config(config: ModelConfig, **changes: Any) -> ModelConfig:
     """``dataclasses.replace`` that names the valid fields when a change has a wrong name."""
     known = {f.name for f in fields(ModelConfig)}

@@ -1,6 +1,7 @@
 """The noise samplers: a seeded run draws exactly what it drew before samplers were named; a
-release (a secret seed) draws from OpenDP's vetted samplers, says so in its claim, never
-repeats, and its draws follow the stated laws."""
+release (a secret seed) draws dp-linear's noise from OpenDP's vetted samplers and DP-SGD's from
+a cryptographic generator, says so in its claim, never repeats, and its draws follow the
+stated laws."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from scipy import stats
 
 from qpriv.errors import InvalidInputError
@@ -17,10 +19,15 @@ from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.randomness import SECRET_NOTE, SEEDED_NOTE
 from qpriv.privacy.samplers import (
+    SECURE_MODE,
+    SECURE_MODE_NOTE,
     SEEDED,
     SEEDED_SAMPLER_NOTE,
+    TORCH_SEEDED,
+    TORCH_SEEDED_NOTE,
     VETTED,
     VETTED_SAMPLER_NOTE,
+    SecureModeGaussian,
     SeededSampler,
     VettedSampler,
     as_sampler,
@@ -28,6 +35,7 @@ from qpriv.privacy.samplers import (
     sampler_note,
 )
 from qpriv.privacy.ssp import SSPNoise, perturb
+from qpriv.training.dpsgd import DPSGDStrategy, clip_and_noise
 
 P_MIN = 1e-4
 """A goodness-of-fit test of a correct sampler fails with this probability (its own
@@ -164,3 +172,47 @@ def test_samplers_are_chosen_by_the_seed_and_named():
         vetted.gaussian(np.array([1.0, np.nan]), sigma=1.0)
     with pytest.raises(InvalidInputError, match="square"):
         vetted.symmetric_gaussian(np.ones((2, 3)), sigma=1.0)
+
+
+def _dpsgd(*, secure: bool, seed: int = 4) -> DPSGDStrategy:
+    return DPSGDStrategy(clip=1.0, noise_multiplier=2.0, sample_rate=0.1, steps_per_epoch=3,
+                         delta=1e-6, seed=seed, secure=secure)
+
+
+def _noise(strategy: DPSGDStrategy) -> np.ndarray:
+    """One step's released noise: an empty Poisson batch releases N(0, sigma^2 C^2) alone
+    (divided by the expected batch size, 1 here)."""
+    update, _ = clip_and_noise(None, shapes={"w": torch.Size([50, 40])}, clip=strategy.clip,
+                               noise_multiplier=strategy.noise_multiplier, denominator=1.0,
+                               generator=strategy.noise)
+    return update["w"].double().numpy().ravel()
+
+
+def test_a_secure_dpsgd_step_draws_cryptographic_noise_at_its_scale_and_says_so():
+    seeded = [_noise(_dpsgd(secure=False)) for _ in range(2)]
+    np.testing.assert_array_equal(*seeded)  # the seeded path replays
+    secure = [_noise(_dpsgd(secure=True)) for _ in range(2)]
+    assert not np.array_equal(*secure)  # the secure one, same seed, never does
+    z = np.concatenate(secure) / 2.0  # sigma C = 2
+    assert stats.kstest(z, "norm").pvalue > P_MIN and _variance_pvalue(z) > P_MIN
+    claim = PrivacyClaim.from_json(_dpsgd(secure=True).report()["eps"])
+    assert claim.details["noise_sampler"] == SECURE_MODE and SECURE_MODE_NOTE in claim.notes
+    claim = PrivacyClaim.from_json(_dpsgd(secure=False).report()["eps"])
+    assert claim.details["noise_sampler"] == TORCH_SEEDED and TORCH_SEEDED_NOTE in claim.notes
+
+
+def test_the_secure_mode_gaussian_follows_its_law_and_resumes_from_its_state():
+    """Each entry is four ChaCha20 normals summed and halved: N(0, 1) again (KS and variance
+    over 40,000 draws). A checkpoint's state (plain lists, as ``weights_only`` loads them)
+    resumes the stream exactly; a seeded checkpoint is refused by a secure run."""
+    sampler = SecureModeGaussian()
+    z = sampler.standard_normal((200, 200)).ravel()
+    assert stats.kstest(z, "norm").pvalue > P_MIN and _variance_pvalue(z) > P_MIN
+    first = _dpsgd(secure=True)
+    state = first.state_dict()
+    expected = _noise(first)
+    again = _dpsgd(secure=True)
+    again.load_state_dict(state)
+    np.testing.assert_array_equal(_noise(again), expected)
+    with pytest.raises(InvalidInputError, match="another sampler"):
+        _dpsgd(secure=True).load_state_dict(_dpsgd(secure=False).state_dict())

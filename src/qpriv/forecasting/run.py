@@ -254,7 +254,8 @@ def run_forecast(
         setup = replace(plan.setup, config=replace(plan.setup.config,
                                                    n_channels=data.n_channels))
         plan = replace(plan, setup=setup)
-        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config)
+        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config,
+                             secure=plan.secret)
         # before training: a failure here costs nothing, and the answer is cached
         rigorous_part = (
             {"rigorous": rigorous_summary(setup.config, epochs=plan.epochs, delta=plan.delta,
@@ -492,10 +493,11 @@ def _name_the_source(result: dict, *, source_sha256: str | None) -> None:
     result["claims"] = [result[key] for key in CLAIM_KEYS if isinstance(result.get(key), dict)]
 
 
-def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
-              ) -> StepStrategy | None:
+def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig,
+              secure: bool = False) -> StepStrategy | None:
     """The DP-SGD step for methods that ask for it, its noise multiplier from Opacus's
-    accountant for this training set's sample rate and steps (None: plain steps)."""
+    accountant for this training set's sample rate and steps (None: plain steps); ``secure``
+    (a secret seed): its noise from the cryptographic sampler."""
     if setup.dpsgd is None:
         return None
     spec = setup.dpsgd
@@ -507,6 +509,7 @@ def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
         clip=spec["clip"], noise_multiplier=sigma, sample_rate=q,
         steps_per_epoch=steps // train_config.epochs, delta=spec["delta"],
         seed=derive_seed(train_config.seed, "dp-noise"), target_eps=spec["eps"],
+        secure=secure,
     )
 
 

@@ -79,6 +79,8 @@ def test_a_secret_classifier_run_records_no_seed_and_says_so():
     seeded = train_classifier(seed=3, **kwargs)
     assert secret["request"]["seed"] is None and seeded["request"]["seed"] == 3
     assert SECRET_NOTE in secret["eps"]["notes"] and SEEDED_NOTE in seeded["eps"]["notes"]
+    assert secret["eps"]["noise_sampler"] == SECURE_MODE
+    assert seeded["eps"]["noise_sampler"] == TORCH_SEEDED
     assert DIVERGENCE_NOTE in seeded["eps"]["notes"]  # its stop reads the training loss
 
 

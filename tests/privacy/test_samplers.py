@@ -13,6 +13,8 @@ import pytest
 import torch
 from scipy import stats
 
+from qpriv.classification.dpsgd import DPSGDConfig, dp_step
+from qpriv.classification.models import TanhMLP
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear import fit_dp_linear
 from qpriv.forecasting.windows import load_forecasting_data
@@ -216,3 +218,34 @@ def test_the_secure_mode_gaussian_follows_its_law_and_resumes_from_its_state():
     np.testing.assert_array_equal(_noise(again), expected)
     with pytest.raises(InvalidInputError, match="another sampler"):
         _dpsgd(secure=True).load_state_dict(_dpsgd(secure=False).state_dict())
+
+
+def test_a_secure_classifier_step_takes_its_noise_from_the_secure_sampler():
+    """The classifiers' step with ``secure_noise``: the released noise is the secure
+    sampler's (its state replayed gives the same step), not the seeded generator's, which is
+    left untouched for the shots."""
+    config = DPSGDConfig(batch_size=8, epochs=1, lr=1.0, clip=0.5, noise_multiplier=1.3,
+                         sampling="poisson", optimizer="sgd")
+    x, y = torch.zeros(0, 5), torch.zeros(0, dtype=torch.long)  # empty batch: noise alone
+
+    def step(secure: SecureModeGaussian | None) -> tuple[torch.Tensor, torch.Tensor]:
+        torch.manual_seed(0)
+        model = TanhMLP(n_features=5, n_classes=3, hidden=(4,))
+        before = torch.cat([p.detach().flatten() for p in model.parameters()])
+        generator = torch.Generator().manual_seed(7)
+        dp_step(model, torch.optim.SGD(model.parameters(), lr=1.0), x, y, config=config,
+                generator=generator, secure_noise=secure)
+        after = torch.cat([p.detach().flatten() for p in model.parameters()])
+        return (before - after) * 8 / (1.3 * 0.5), torch.randn(3, generator=generator)
+
+    sampler = SecureModeGaussian()
+    state = sampler.get_state()
+    secure_noise, untouched = step(sampler)
+    seeded_noise, after_seeded = step(None)
+    assert not torch.allclose(secure_noise, seeded_noise)
+    torch.testing.assert_close(untouched, torch.randn(3, generator=torch.Generator()
+                                                      .manual_seed(7)))
+    assert not torch.equal(after_seeded, untouched)  # the seeded step drew from it
+    replay = SecureModeGaussian()
+    replay.set_state(state)
+    torch.testing.assert_close(step(replay)[0], secure_noise)

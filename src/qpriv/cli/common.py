@@ -122,7 +122,7 @@ def add_seed_flags(parser: argparse.ArgumentParser, *, default: int = 2024) -> N
     seeding.add_argument("--secret-seed", action="store_true",
                          help="draw the seed from the operating system's entropy and record "
                               "none: a run whose noise nobody can replay (for a release); "
-                              "dp-linear then draws its noise from OpenDP's vetted samplers")
+                              "the noise then comes from cryptographic samplers")
 
 
 def seed_of(args: argparse.Namespace) -> int | None:

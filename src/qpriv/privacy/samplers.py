@@ -231,7 +231,7 @@ class SecureModeGaussian:
     floating-point attack on a single Gaussian sample cost about 2^159 work. Cryptographic,
     but not exact as :class:`VettedSampler` is: OpenDP's exact Gaussian costs about 50-100
     microseconds an entry, 20x a DP-SGD epoch of the forecaster's backbone
-    (``benchmarks/vetted_noise.py``), while this adds a few per cent.
+    (``benchmarks/vetted_noise.py``), while this made one 1.19x the seeded epoch there.
 
     The state (:meth:`get_state`) is the generator's key and counter: a checkpoint that holds
     it must be kept as private as the data.

@@ -1,17 +1,21 @@
-"""Generated privacy claims survive their JSON form; the accountants move the right way in
-eps, delta and steps (more budget never costs more noise; more steps never cost less eps)."""
+"""Generated privacy claims survive their JSON form; the accountants (the analytic Gaussian,
+eq. 1's Gaussian, DP-SGD's RDP accountant, the LDPT feature path's RDP accountant) move the
+right way in eps, delta and steps (more budget never costs more noise; more steps never cost
+less eps)."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon, noise_multiplier_for
+from qpriv.privacy.feature_path.divergences import rdp_epsilon, renyi_divergences
 from qpriv.privacy.gaussian import gaussian_sigma
 from qpriv.privacy.samplers import SEEDED, VETTED
 from qpriv.privacy.ssp import gaussian_epsilon_pld, gaussian_noise_multiplier
@@ -99,3 +103,22 @@ def test_dpsgd_noise_falls_with_budget_and_grows_with_steps(eps, q, steps, facto
     assert dpsgd_epsilon(noise_multiplier=sigma, sample_rate=q, steps=steps,
                          delta=1e-6) <= eps * (1 + 1e-2)
     assert math.isfinite(sigma)
+
+
+PROBABILITIES = st.lists(st.floats(0.01, 1.0), min_size=2, max_size=6).map(
+    lambda w: np.asarray(w) / np.sum(w))
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=PROBABILITIES, shift=st.floats(-0.5, 0.5), count=st.integers(1, 10_000),
+       more=st.integers(1, 10_000), delta=st.floats(1e-12, 1e-3), factor=st.floats(1.1, 10.0))
+def test_the_feature_paths_rdp_eps_grows_with_passes_and_falls_with_delta(
+        p, shift, count, more, delta, factor):
+    """The LDPT feature path's RDP accountant on a random pair of outcome distributions (the
+    second a tilt of the first): more compositions never cost less, more delta never more."""
+    q = p * np.exp(shift * np.arange(len(p)))
+    q = q / q.sum()
+    curve = renyi_divergences(p, q)
+    eps = rdp_epsilon(curve, count=count, delta=delta)
+    assert rdp_epsilon(curve, count=count + more, delta=delta) >= eps - 1e-12
+    assert rdp_epsilon(curve, count=count, delta=min(delta * factor, 0.5)) <= eps + 1e-12

@@ -1,5 +1,6 @@
-"""The CSV reader on generated files: random separators, byte-order marks, line endings, a
-missing final newline, missing values, duplicate and unsorted timestamps, huge and tiny values.
+"""The CSV reader on generated files: random separators, byte-order marks, line endings (LF,
+CRLF, CR), padded and quoted fields, a missing final newline, missing values, duplicate and
+unsorted timestamps, huge and tiny values.
 Every file gives either the frame it holds, value for value, or one InvalidInputError of one
 line; never another exception, never a silently different number."""
 
@@ -47,9 +48,15 @@ def csv_files(draw):
         stamps[i] = stamps[i - 1]
     elif order == "shuffled":
         stamps = draw(st.permutations(stamps))
-    newline = draw(st.sampled_from(["\n", "\r\n"]))
-    lines = [sep.join(["date", *[f"c{i}" for i in range(channels)]])]
-    lines += [sep.join([str(stamp), *cell]) for stamp, cell in zip(stamps, cells, strict=True)]
+    newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    pad = draw(st.sampled_from(["", " "]))  # a space after each separator
+    quote = draw(st.sampled_from(["", '"']))  # every field quoted, or none
+
+    def row(fields: list[str]) -> str:
+        return (sep + pad).join(f"{quote}{field}{quote}" for field in fields)
+
+    lines = [row(["date", *[f"c{i}" for i in range(channels)]])]
+    lines += [row([str(stamp), *cell]) for stamp, cell in zip(stamps, cells, strict=True)]
     text = newline.join(lines) + (newline if draw(st.booleans()) else "")
     bom = "\ufeff" if draw(st.booleans()) else ""
     return bom + text, sep, values, pd.DatetimeIndex(stamps)

@@ -8,6 +8,7 @@ compared line by line.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -44,6 +45,18 @@ def best_seconds_interleaved(runs: Sequence[Callable[[], object]], repeats: int,
             run()
             best[index] = min(best[index], clock() - started)
     return best
+
+
+def dp_linear_arguments(parser: argparse.ArgumentParser, *, repeats: int) -> None:
+    """The options of a benchmark that fits dp-linear: the data, its horizon, the unit and
+    budget, the rounds and the torch threads."""
+    parser.add_argument("--dataset", default="ETTh1")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--horizon", type=int, default=24)
+    parser.add_argument("--unit", default="record", choices=["record", "window"])
+    parser.add_argument("--eps", type=float, default=1.0)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--threads", type=int, default=1)
 
 
 def matmul_gflops(*, n: int = 2048, repeats: int = 5) -> float:

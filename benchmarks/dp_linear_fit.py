@@ -13,7 +13,13 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import best_seconds_interleaved, machine_facts, print_record, run_benchmark
+from _timing import (
+    best_seconds_interleaved,
+    dp_linear_arguments,
+    machine_facts,
+    print_record,
+    run_benchmark,
+)
 
 from qpriv.forecasting.linear import fit_dp_linear, fit_ridge
 from qpriv.forecasting.windows import load_forecasting_data
@@ -21,13 +27,7 @@ from qpriv.forecasting.windows import load_forecasting_data
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="ETTh1")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--horizon", type=int, default=24)
-    parser.add_argument("--unit", default="record", choices=["record", "window"])
-    parser.add_argument("--eps", type=float, default=1.0)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    dp_linear_arguments(parser, repeats=5)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     facts = machine_facts()

@@ -15,6 +15,7 @@ from qpriv.cli import main
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.randomness import SECRET_NOTE, SEEDED_NOTE, randomness_note, secret_seed
+from qpriv.privacy.samplers import SECURE_MODE, TORCH_SEEDED
 from qpriv.training.trainer import DIVERGENCE_NOTE
 
 needs_ett = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
@@ -62,12 +63,14 @@ def test_a_secret_dpsgd_run_records_no_seed_anywhere_and_resumes(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["seed"] is None and config["train"]["seed"] is None
     assert SECRET_NOTE in result.claims["eps"].notes
+    assert result.claims["eps"].details["noise_sampler"] == SECURE_MODE  # cryptographic too
     again = run_forecast(method="dpsgd", eps=1.0, seed=None, epochs=1, out_dir=out,
                          resume=True, rigorous=False, overrides=TINY_MODEL, **TINY)
     assert again.mse == result.mse  # the finished run, read back
     seeded = run_forecast(method="dpsgd", eps=1.0, seed=5, epochs=1, rigorous=False,
                           overrides=TINY_MODEL, **TINY)
     assert seeded.seed == 5 and SEEDED_NOTE in seeded.claims["eps"].notes
+    assert seeded.claims["eps"].details["noise_sampler"] == TORCH_SEEDED
 
 
 def test_a_secret_classifier_run_records_no_seed_and_says_so():
@@ -77,6 +80,8 @@ def test_a_secret_classifier_run_records_no_seed_and_says_so():
     seeded = train_classifier(seed=3, **kwargs)
     assert secret.request["seed"] is None and seeded.request["seed"] == 3
     assert SECRET_NOTE in secret.claim.notes and SEEDED_NOTE in seeded.claim.notes
+    assert secret.claim.details["noise_sampler"] == SECURE_MODE
+    assert seeded.claim.details["noise_sampler"] == TORCH_SEEDED
     assert DIVERGENCE_NOTE in seeded.claim.notes  # its stop reads the training loss
 
 

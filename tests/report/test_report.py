@@ -31,6 +31,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
+from qpriv.privacy.samplers import VETTED, VETTED_SAMPLER_NOTE
 from qpriv.report.contents import CLASSIFIER, RUN, detect
 from qpriv.report.document import number_text
 from qpriv.report.forecast_run import MAX_FORECAST_WINDOWS, forecast_windows, reference_block
@@ -362,6 +363,19 @@ def test_a_linear_run_draws_the_forecasts_it_was_tested_on(tmp_path):
     assert mse == pytest.approx(result.mse, rel=1e-9)
     page = Page(render_report(out))
     assert len(page.images) == 1 and "3 test windows" in "".join(page.text)
+
+
+@needs_ett
+def test_a_secret_seed_linear_runs_page_names_its_noise_sampler(tmp_path):
+    """The sampler a release's noise came from is on its page: in the claim's derivation and
+    as a numbered note."""
+    out = tmp_path / "secret"
+    run_forecast(method="dp-linear", eps=1.0, unit="record", seq_len=168, horizon=24,
+                 max_train_windows=256, max_eval_windows=48, out_dir=out, seed=None,
+                 progress=False)
+    page = Page(render_report(out))
+    assert f"noise_sampler = {VETTED}" in page.table_with("covers")[0]["derivation"][0]
+    assert sum(text.count(VETTED_SAMPLER_NOTE) for text in page.text) == 1
 
 
 @needs_ett

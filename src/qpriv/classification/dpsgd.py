@@ -52,6 +52,7 @@ from torch import Tensor, nn
 from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
+from qpriv.privacy.samplers import SecureModeGaussian
 from qpriv.runs.files import changed_settings
 from qpriv.runs.layout import CHECKPOINT_FILE
 from qpriv.training import dpsgd as training_dpsgd
@@ -173,13 +174,15 @@ def dp_step(
     model: nn.Module, optimizer: torch.optim.Optimizer, x: Tensor, y: Tensor, *,
     config: DPSGDConfig, generator: torch.Generator,
     loss_fn: Callable[[Tensor, Tensor], Tensor] = F.cross_entropy,
+    secure_noise: SecureModeGaussian | None = None,
 ) -> dict[str, float]:
     """One DP-SGD update on the batch (x, y) of ``loss_fn`` per example (the classifiers':
     cross-entropy of the logits); returns the batch's clipping statistics and its mean loss
     before the update (``loss``; 0 for an empty batch).
 
     ``generator`` draws the shots of a sampled read-out, the pre-clipping noise and the
-    Gaussian noise of the mechanism.
+    Gaussian noise of the mechanism; ``secure_noise`` (a release) draws the mechanism's noise
+    instead, from a cryptographic generator.
     """
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     grads, loss = None, 0.0
@@ -197,7 +200,7 @@ def dp_step(
     update, clipped_fraction = clip_and_noise(
         None if grads is None else {"all": grads}, shapes={"all": torch.Size([n_params])},
         clip=config.clip, noise_multiplier=config.noise_multiplier, denominator=denom,
-        generator=generator)
+        generator=generator if secure_noise is None else secure_noise)
     optimizer.zero_grad(set_to_none=True)
     assign_flat_gradient(model, update["all"])
     optimizer.step()
@@ -263,7 +266,8 @@ class Examples:
 class DPSGDStep(StepStrategy):
     """The classifiers' DP-SGD as the trainer's step: :func:`dp_step` on the batches of the
     run's ``batch_generator`` (Poisson or shuffled, by ``config.sampling``), with the shots and
-    noise drawn from ``noise_generator``.
+    noise drawn from ``noise_generator`` (the mechanism's noise from ``secure_noise`` where a
+    release gives one: :class:`qpriv.privacy.samplers.SecureModeGaussian`).
 
     Its state (settings and both generators) goes into the trainer's checkpoint; a checkpoint
     of other settings is refused. ``clip_fractions`` holds each batch's clipped fraction of
@@ -273,10 +277,12 @@ class DPSGDStep(StepStrategy):
     name = "dpsgd-classifier"
 
     def __init__(self, config: DPSGDConfig, *, batch_generator: torch.Generator,
-                 noise_generator: torch.Generator) -> None:
+                 noise_generator: torch.Generator,
+                 secure_noise: SecureModeGaussian | None = None) -> None:
         self.config = config
         self.batch_generator = batch_generator
         self.noise_generator = noise_generator
+        self.secure_noise = secure_noise
         self.clip_fractions: list[float] = []
 
     def batches(self, n_train: int, *, batch_size: int, generator: torch.Generator
@@ -289,22 +295,31 @@ class DPSGDStep(StepStrategy):
              scaler: torch.amp.GradScaler, amp: bool,
              loss: Callable[[Tensor, Tensor], Tensor]) -> Tensor:
         stats = dp_step(model, optimizer, x, y, config=self.config,
-                        generator=self.noise_generator, loss_fn=loss)
+                        generator=self.noise_generator, loss_fn=loss,
+                        secure_noise=self.secure_noise)
         self.clip_fractions.append(stats["batch_clip_fraction"])
         return torch.tensor(stats["loss"], dtype=torch.float64)
 
     def state_dict(self) -> dict:
+        secure = {} if self.secure_noise is None else {
+            "secure_noise": self.secure_noise.get_state()}
         return {"config": self.config.as_dict(),
                 "batch_generator": self.batch_generator.get_state(),
-                "noise_generator": self.noise_generator.get_state()}
+                "noise_generator": self.noise_generator.get_state(), **secure}
 
     def load_state_dict(self, state: dict) -> None:
         changed = changed_settings(state.get("config") or {}, self.config.as_dict())
         if changed:
             raise InvalidInputError(f"it was written by a run with other DP-SGD settings "
                                     f"({changed})")
+        if (self.secure_noise is None) != ("secure_noise" not in state):
+            raise InvalidInputError("its DP-SGD noise came from another sampler (a secret-seed "
+                                    "run before the cryptographic one, or a seeded run); "
+                                    "start the run again")
         self.batch_generator.set_state(state["batch_generator"])
         self.noise_generator.set_state(state["noise_generator"])
+        if self.secure_noise is not None:
+            self.secure_noise.set_state(state["secure_noise"])
 
 
 class ClassifierRecipe(Recipe):
@@ -387,6 +402,7 @@ def train_dpsgd(
     config: DPSGDConfig,
     batch_generator: torch.Generator,
     noise_generator: torch.Generator,
+    secure_noise: SecureModeGaussian | None = None,
     eval_generator_seed: int | None = None,
     reference_losses: list[float] | None = None,
     diagnostics: bool = True,
@@ -397,7 +413,8 @@ def train_dpsgd(
     record per epoch (:class:`ClassifierRecipe` lists what each holds).
 
     ``batch_generator`` draws the batches and ``noise_generator`` the shots and noise, so a
-    run without noise sees the same batches as a noised one. ``eval_generator_seed`` seeds
+    run without noise sees the same batches as a noised one; ``secure_noise`` (a release)
+    draws the mechanism's noise instead (:class:`DPSGDStep`). ``eval_generator_seed`` seeds
     the shots of every test evaluation (the same draws each epoch) for models with sampled
     read-out; the training loss and accuracy use the exact read-out.
     ``reference_losses[e]`` is the training loss of an unclipped, noiseless run after epoch e+1
@@ -425,7 +442,7 @@ def train_dpsgd(
         checkpoint_dir=None if checkpoint is None else Path(checkpoint).parent,
         checkpoint_name=CHECKPOINT_FILE if checkpoint is None else Path(checkpoint).name,
         strategy=DPSGDStep(config, batch_generator=batch_generator,
-                           noise_generator=noise_generator),
+                           noise_generator=noise_generator, secure_noise=secure_noise),
         recipe=recipe,
     )
     return trainer.fit(resume=True).history

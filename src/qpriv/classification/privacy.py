@@ -22,6 +22,7 @@ from qpriv.classification.request import ANALYTIC_TAU
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon, noise_multiplier_for
 from qpriv.privacy.randomness import randomness_note
+from qpriv.privacy.samplers import SECURE_MODE, TORCH_SEEDED, sampler_note
 from qpriv.training.trainer import DIVERGENCE_NOTE
 
 ACCOUNTANT = ACCOUNTANTS["rdp"]
@@ -111,6 +112,7 @@ def privacy_record(config: DPSGDConfig, *, n_train: int, eps: float | None, delt
         "(the private-training paper, section 3.2)",
         DIVERGENCE_NOTE,
         randomness_note(secret=secret),
+        sampler_note(SECURE_MODE if secret else TORCH_SEEDED),
     ]
     if analytic:
         notes += [ANALYTIC_NOTE, analytic]
@@ -122,7 +124,8 @@ def privacy_record(config: DPSGDConfig, *, n_train: int, eps: float | None, delt
         details={"target": eps, "accountant": ACCOUNTANT,
                  "neighbourhood": "add or remove one training example",
                  "sampling": f"Poisson, rate q = {rate:.6g}", "steps": steps,
-                 "how": ACCOUNTING_NOTE})
+                 "how": ACCOUNTING_NOTE,
+                 "noise_sampler": SECURE_MODE if secret else TORCH_SEEDED})
     return {
         "sigma": sigma,
         "privacy": Kind.GLOBAL_DP,

@@ -68,6 +68,7 @@ from qpriv.classification.request import (
 )
 from qpriv.privacy.budget import CLASSIFIER_DELTA
 from qpriv.privacy.randomness import run_seed
+from qpriv.privacy.samplers import SecureModeGaussian
 from qpriv.quantum.states import amplitude_encode
 from qpriv.runs.directory import open_run
 from qpriv.runs.files import atomic_torch_save, atomic_write_json, load_checkpoint
@@ -328,6 +329,7 @@ def _train(run: _Prepared, *, out: Path | None, diagnostics: bool,
     history = train_dpsgd(
         run.net, **run.inputs, config=run.config, diagnostics=diagnostics,
         reference_losses=reference, **_generators(run.seed),
+        secure_noise=SecureModeGaussian() if run.request.seed is None else None,
         on_epoch=_printer(run.request.model, run.request.epochs, progress),
         checkpoint=None if out is None else out / CHECKPOINT_FILE,
     )

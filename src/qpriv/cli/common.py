@@ -121,7 +121,8 @@ def add_seed_flags(parser: argparse.ArgumentParser, *, default: int = 2024) -> N
                               "privacy claims then hold only against whoever does not know it")
     seeding.add_argument("--secret-seed", action="store_true",
                          help="draw the seed from the operating system's entropy and record "
-                              "none: a run whose noise nobody can replay (for a release)")
+                              "none: a run whose noise nobody can replay (for a release); "
+                              "the noise then comes from cryptographic samplers")
 
 
 def seed_of(args: argparse.Namespace) -> int | None:

@@ -46,7 +46,6 @@ from qpriv.errors import (
     require_budget,
     require_in_range,
     require_positive_int,
-    require_seed,
 )
 from qpriv.forecasting.linear_design import (
     DEFAULTS,
@@ -81,6 +80,7 @@ from qpriv.privacy.claims import (
 )
 from qpriv.privacy.quantiles import log_grid, private_location_scale
 from qpriv.privacy.randomness import randomness_note
+from qpriv.privacy.samplers import NoiseSampler, noise_sampler, sampler_note
 from qpriv.privacy.ssp import (
     SSPNoise,
     gaussian_noise_multiplier,
@@ -242,7 +242,8 @@ def evaluate(model: LinearForecaster, windows: WindowDataset, *,
 # --------------------------------------------------------------------------------------------
 
 
-def private_scaler(raw: np.ndarray, *, eps: float, rng: np.random.Generator) -> ZScoreScaler:
+def private_scaler(raw: np.ndarray, *, eps: float,
+                   rng: np.random.Generator | NoiseSampler) -> ZScoreScaler:
     """Per-channel (median, 1.4826 x median absolute deviation) by private quantiles on a
     log-spaced grid
     (:func:`qpriv.privacy.quantiles.private_location_scale`), eps-DP in total at the record
@@ -345,8 +346,11 @@ def fit_dp_linear(
     Gaussian mechanism to ``eps - eps_scaler``; the scaler composes by basic composition.
 
     The model is equivariant to per-channel affine maps, so the scaler serves the clipping alone.
-    ``seed`` seeds the noise (reproducible, and replayable by whoever knows it: the claim says
-    so); None draws it from the operating system's entropy (:mod:`qpriv.privacy.randomness`).
+    ``seed`` seeds the noise (NumPy's generator: reproducible, and replayable by whoever knows
+    it: the claim says so); None draws every noise of the release (scaler, selection, fit) from
+    OpenDP's vetted samplers on a cryptographic generator keyed by the operating system
+    (:class:`qpriv.privacy.samplers.VettedSampler`), and the claim's ``noise_sampler`` says
+    which.
     ``noise=False`` is for tests only: it skips every noise draw and promises nothing.
 
     Raises:
@@ -360,7 +364,7 @@ def fit_dp_linear(
         defaults, share_a=share_a, select_share=select_share, feature_clip=feature_clip,
         target_clip=target_clip)
     period = resolve_period(data.dates, period)
-    rng = np.random.default_rng(None if seed is None else require_seed("seed", seed))
+    rng = noise_sampler(seed)  # seeded NumPy, or OpenDP's vetted samplers for a release
     raw = data.train_raw  # the file's own values: see ForecastData.train_raw
 
     if the_unit == Unit.WINDOW:  # each row divided by its look-back's std: no scaler
@@ -414,7 +418,7 @@ def fit_dp_linear(
         "output_blocks": int(outputs.shape[1]), "features": int(features.shape[0]),
         "scaler": "none" if the_unit == Unit.WINDOW else
                   (scaler if isinstance(scaler, str) else "given"), **clipping,
-        "selection": selection, "period": period,
+        "selection": selection, "period": period, "noise_sampler": rng.name,
     }
     kernel = kernel_from_weights(features=features, public=public, targets=outputs,
                                  weights=weights)
@@ -451,7 +455,7 @@ def _check_request(data: ForecastData, *, eps: float, delta: float, unit: str, s
 
 
 def _noisy_solve(a: np.ndarray, b: np.ndarray, release: SSPNoise, *, pooled: Any,
-                 rng: np.random.Generator, noise: bool,
+                 rng: NoiseSampler, noise: bool,
                  ridge_scale: float) -> tuple[np.ndarray, float]:
     """The weights from the statistics (A, B) released with ``release``'s noise (and, where the
     design was selected privately, averaged with the selection release's view of the same
@@ -519,6 +523,7 @@ def _claim(eps: float, delta: float, unit: Unit, *, details: dict[str, Any],
         f"{PERIOD_NOTE}: {period} rows",
         CONSTANT_CHANNEL_NOTE,
         randomness_note(secret=secret),
+        sampler_note(details["noise_sampler"]),
     )
     if private:
         notes += (f"the design ({selection['chosen']}) was selected inside the guarantee among "
@@ -539,7 +544,7 @@ def _claim(eps: float, delta: float, unit: Unit, *, details: dict[str, Any],
 
 def _record_scaler(scaler: Scaler, *, data: ForecastData, raw: np.ndarray, eps: float,
                    share: float,
-                   rng: np.random.Generator) -> tuple[ZScoreScaler, float, str]:
+                   rng: NoiseSampler) -> tuple[ZScoreScaler, float, str]:
     """(scaler, eps it spends, the claim's note) for the record unit's clipping."""
     if isinstance(scaler, ZScoreScaler):
         return scaler, 0.0, ("the scaler (per-channel location and scale) was given by the user "

@@ -223,9 +223,18 @@ def record_maps(features: np.ndarray, public: np.ndarray,
 
 
 def project_rows(rows: np.ndarray, radius: float) -> np.ndarray:
-    """Each row projected onto the ball of ``radius`` (1-Lipschitz)."""
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    """Each row projected onto the ball of ``radius`` (1-Lipschitz).
+
+    A row whose norm is not a finite double (its entries, or their squares, overflowed: values
+    near 1e154 and beyond, or a row divided by a look-back's std near 0) has no computable
+    direction and becomes 0, inside the ball, so every bound that rests on the rows lying in
+    it still holds. (Before, ``inf * 0`` made such a row NaN, and one window of it turned the
+    whole release into NaN: a change no noise covers.)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        projected = rows * np.minimum(1.0, radius / np.maximum(norms, 1e-300))
+    return np.where(np.isfinite(norms), projected, 0.0)
 
 
 def sufficient_statistics(series: np.ndarray, *, features: np.ndarray, public: np.ndarray,
@@ -261,9 +270,10 @@ def sufficient_statistics(series: np.ndarray, *, features: np.ndarray, public: n
         phi = x @ features.T
         res = y @ outputs - x @ target_of_lookback
         if rescale:
-            spread = x.std(axis=1, keepdims=True)
-            inverse = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
-            phi, res = phi * inverse, res * inverse
+            with np.errstate(over="ignore", invalid="ignore"):  # project_rows drops such rows
+                spread = x.std(axis=1, keepdims=True)
+                inverse = np.divide(1.0, spread, out=np.zeros_like(spread), where=spread > 0)
+                phi, res = phi * inverse, res * inverse
         if feature_clip is not None:
             phi = project_rows(phi, feature_clip)
         if target_clip is not None:

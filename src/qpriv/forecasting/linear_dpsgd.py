@@ -99,7 +99,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
     strategy = DPSGDStrategy(
         clip=settings["clip"], noise_multiplier=sigma, sample_rate=q,
         steps_per_epoch=steps // settings["epochs"], delta=delta,
-        seed=derive_seed(seed, "dp-noise"), target_eps=eps)
+        seed=derive_seed(seed, "dp-noise"), target_eps=eps, secure=secret)
     config = ForecasterTrainConfig(
         epochs=settings["epochs"], batch_size=settings["batch_size"], lr=settings["lr"],
         lr_quantum_attention=settings["lr"], weight_decay=0.0,
@@ -126,7 +126,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         randomness_note(secret=secret))
     claim = PrivacyClaim(value=claim.value, delta=claim.delta, kind=claim.kind,
                          accounting=claim.accounting, unit=claim.unit, covers=COVERS_LINEAR,
-                         notes=notes, details=claim.details)
+                         notes=(*notes, *claim.notes), details=claim.details)
     details = {"mechanism": "DP-SGD, per-window clipping (Opacus RDP accounting)",
                "noise_multiplier": sigma, "sample_rate": q, "steps": report["steps"],
                "best_epoch": fit.best_epoch, "history": fit.history, **settings}

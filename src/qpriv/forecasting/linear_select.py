@@ -50,6 +50,7 @@ from qpriv.forecasting.linear_design import (
     record_maps,
     sufficient_statistics,
 )
+from qpriv.privacy.samplers import NoiseSampler
 from qpriv.privacy.ssp import (
     perturb,
     psd_floor,
@@ -205,7 +206,7 @@ def select_design(
     series: np.ndarray, *, candidates: tuple[Candidate, ...], seq_len: int, horizon: int,
     unit: str, n_channels: int,
     noise_multiplier: float, share_a: float, clip: float | None, feature_clip: float,
-    target_clip: float, rng: np.random.Generator, held_out: float = HELD_OUT,
+    target_clip: float, rng: np.random.Generator | NoiseSampler, held_out: float = HELD_OUT,
     noisy: bool = True,
 ) -> Selection:
     """Choose among ``candidates`` from one Gaussian release at ``noise_multiplier``

@@ -240,7 +240,8 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         setup = replace(plan.setup, config=replace(plan.setup.config,
                                                    n_channels=data.n_channels))
         plan = replace(plan, setup=setup)
-        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config)
+        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config,
+                             secure=plan.secret)
         # before training: a failure here costs nothing, and the answer is cached
         rigorous_part = (
             {"rigorous": rigorous_summary(setup.config, epochs=plan.epochs, delta=plan.delta,
@@ -476,10 +477,11 @@ def _outcome(trained: _Trained, *, data: ForecastData) -> dict:
     }
 
 
-def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
-              ) -> StepStrategy | None:
+def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig,
+              secure: bool = False) -> StepStrategy | None:
     """The DP-SGD step for methods that ask for it, its noise multiplier from Opacus's
-    accountant for this training set's sample rate and steps (None: plain steps)."""
+    accountant for this training set's sample rate and steps (None: plain steps); ``secure``
+    (a secret seed): its noise from the cryptographic sampler."""
     if setup.dpsgd is None:
         return None
     spec = setup.dpsgd
@@ -491,6 +493,7 @@ def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig
         clip=spec["clip"], noise_multiplier=sigma, sample_rate=q,
         steps_per_epoch=steps // train_config.epochs, delta=spec["delta"],
         seed=derive_seed(train_config.seed, "dp-noise"), target_eps=spec["eps"],
+        secure=secure,
     )
 
 

@@ -18,7 +18,10 @@ strictly below each point, so ties, values outside the grid and infinities chang
 most the unit's weight too. The guarantee is that of the exact mechanism: the probabilities
 are computed and sampled in double precision (grid points whose score lies more than about
 700 / eps below the best get probability 0, and ``Generator.choice`` resolves about 2^-53),
-as in the DP libraries this project builds on; no floating-point-safe sampler is used.
+as in the DP libraries this project builds on, on the seeded path; a release (a secret seed)
+draws by OpenDP's exact report-noisy-max of exponential noise on the same utilities instead
+(:class:`qpriv.privacy.samplers.VettedSampler`): another selection rule with the same eps
+(permute-and-flip's), and no floating-point probabilities at all.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import math
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.samplers import NoiseSampler, as_sampler
 
 __all__ = ["log_grid", "private_location_scale", "private_quantile"]
 
@@ -49,11 +53,13 @@ def log_grid(*, magnitude: float = 1e6, smallest: float = 1e-4,
 
 
 def private_quantile(values: np.ndarray, *, q: float, eps: float, grid: np.ndarray,
-                     rng: np.random.Generator, weights: np.ndarray | None = None,
-                     unit_weight: float = 1.0) -> float:
+                     rng: np.random.Generator | NoiseSampler,
+                     weights: np.ndarray | None = None, unit_weight: float = 1.0) -> float:
     """The q-quantile of ``values`` (optionally weighted), eps-DP by the exponential mechanism
     on ``grid`` (module docstring); ``unit_weight`` is Delta_u, the most weight one unit
-    changes (1 at the record unit)."""
+    changes (1 at the record unit). ``rng``: a seeded NumPy generator, or a
+    :class:`qpriv.privacy.samplers.NoiseSampler` (the vetted one draws by OpenDP's exact
+    report-noisy-max instead)."""
     q = require_in_range("q", q, low=0.0, high=1.0, high_inclusive=False)
     eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
     du = require_in_range("unit_weight", unit_weight, low=0.0)
@@ -69,12 +75,11 @@ def private_quantile(values: np.ndarray, *, q: float, eps: float, grid: np.ndarr
     cum = np.concatenate([[0.0], np.cumsum(w[order])])
     counts = cum[np.searchsorted(x[order], g, side="left")]
     utility = -np.abs(counts - q * cum[-1])
-    logits = eps * utility / (2.0 * du)
-    p = np.exp(logits - logits.max())
-    return float(rng.choice(g, p=p / p.sum()))
+    return float(as_sampler(rng).select(g, utility, eps=eps, sensitivity=du))
 
 
-def private_location_scale(values: np.ndarray, *, eps: float, rng: np.random.Generator,
+def private_location_scale(values: np.ndarray, *, eps: float,
+                           rng: np.random.Generator | NoiseSampler,
                            grid: np.ndarray | None = None, weights: np.ndarray | None = None,
                            unit_weight: float = 1.0) -> tuple[float, float]:
     """(location, scale) of one channel, eps-DP: the private median m, then the private median

@@ -11,8 +11,10 @@ no privacy at all. So the claims of a seeded run say so (:data:`SEEDED_NOTE`), a
 for release draws its seed from the operating system's entropy instead (:func:`secret_seed`,
 ``qpriv train --secret-seed``), uses it for every stream and writes it nowhere: its claims say
 that (:data:`SECRET_NOTE`). Python's :mod:`secrets` is the well-kept source for that seed; the
-streams themselves stay torch's and NumPy's generators (Opacus's ``secure_mode`` would replace
-torch's with a cryptographic one, a further step this module does not take).
+batches and shots stay torch's and NumPy's generators driven by it. The noise a guarantee
+rests on does not: without a seed, dp-linear's comes from OpenDP's vetted samplers and DP-SGD's
+from a ChaCha20 generator keyed by the operating system (:mod:`qpriv.privacy.samplers`), and
+each claim names its sampler.
 
 Example:
 

@@ -47,6 +47,7 @@ import dp_accounting
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
+from qpriv.privacy.samplers import NoiseSampler, as_sampler
 
 __all__ = [
     "SSPNoise",
@@ -321,22 +322,25 @@ def gaussian_epsilon_pld(*, noise_multiplier: float, delta: float) -> float:
 
 def symmetric_gaussian(dim: int, *, sigma: float, rng: np.random.Generator) -> np.ndarray:
     """A symmetric d x d matrix whose upper triangle (diagonal included) is i.i.d.
-    N(0, sigma^2), mirrored below."""
+    N(0, sigma^2), mirrored below: bare noise from a seeded generator (a release goes through
+    :func:`perturb`, whose sampler sees the statistic it perturbs)."""
     dim = require_positive_int("dim", dim)
-    upper = np.triu(rng.normal(0.0, sigma, size=(dim, dim)))
-    return upper + np.triu(upper, 1).T
+    return as_sampler(rng).symmetric_gaussian(np.zeros((dim, dim)), sigma=sigma)
 
 
 def perturb(a: np.ndarray, b: np.ndarray, noise: SSPNoise, *,
-            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """The released pair: A plus symmetric Gaussian noise, B plus i.i.d. Gaussian noise."""
+            rng: np.random.Generator | NoiseSampler) -> tuple[np.ndarray, np.ndarray]:
+    """The released pair: A plus symmetric Gaussian noise, B plus i.i.d. Gaussian noise, drawn
+    by ``rng``: a seeded NumPy generator (reproducible) or a
+    :class:`qpriv.privacy.samplers.NoiseSampler` (the vetted one for a release)."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.ndim != 2 or a.shape[0] != a.shape[1] or b.ndim != 2 or b.shape[0] != a.shape[0]:
         raise InvalidInputError(
             f"A must be d x d and B d x k; got shapes {a.shape} and {b.shape}")
-    noisy_a = a + symmetric_gaussian(a.shape[0], sigma=noise.sigma_a, rng=rng)
-    noisy_b = b + rng.normal(0.0, noise.sigma_b, size=b.shape)
+    sampler = as_sampler(rng)
+    noisy_a = sampler.symmetric_gaussian(a, sigma=noise.sigma_a)
+    noisy_b = sampler.gaussian(b, sigma=noise.sigma_b)
     return noisy_a, noisy_b
 
 

@@ -32,6 +32,7 @@ from torch.func import functional_call, grad_and_value, vmap
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
+from qpriv.privacy.samplers import TORCH_SEEDED, SecureModeGaussian, sampler_note
 from qpriv.runs.files import changed_settings
 from qpriv.training.trainer import StepStrategy
 
@@ -174,7 +175,7 @@ def clip_and_noise(
     clip: float | None,
     noise_multiplier: float,
     denominator: float,
-    generator: torch.Generator,
+    generator: torch.Generator | SecureModeGaussian,
 ) -> tuple[dict[str, Tensor], float]:
     """The privatised mean gradient of one batch, by name, and the fraction of examples clipped.
 
@@ -185,7 +186,8 @@ def clip_and_noise(
     size q N under Poisson sampling (as Opacus divides), the real size otherwise. Works on the
     per-parameter tensors as they come, without a (B, P) copy. With a threshold, an example whose
     gradient is not finite (an overflow) is dropped, counted as clipped, so that the sum still
-    moves by at most C per example.
+    moves by at most C per example. ``generator``: torch's (seeded) or, for a release, a
+    :class:`qpriv.privacy.samplers.SecureModeGaussian` (cryptographic).
     """
     if grads is None or next(iter(grads.values())).shape[0] == 0:
         total = {name: torch.zeros(shape) for name, shape in shapes.items()}
@@ -211,12 +213,19 @@ def clip_and_noise(
         if clip is None:
             raise InvalidInputError("noise needs a clipping threshold: its scale is sigma * C")
         scale = noise_multiplier * clip
-        # drawn where the generator lives (a CPU generator cannot fill a CUDA tensor), then
-        # moved: on the CPU the same numbers as before
-        total = {name: t + scale * torch.randn(t.shape, generator=generator, dtype=t.dtype,
-                                               device=generator.device).to(t.device)
-                 for name, t in total.items()}
+        total = {name: t + scale * _standard_normal(t, generator) for name, t in total.items()}
     return {name: t / denominator for name, t in total.items()}, clipped
+
+
+def _standard_normal(like: Tensor, generator: torch.Generator | SecureModeGaussian) -> Tensor:
+    """N(0, 1) noise shaped, typed and placed like ``like``."""
+    if isinstance(generator, SecureModeGaussian):  # float64 draws, rounded once to the dtype
+        return torch.from_numpy(generator.standard_normal(tuple(like.shape))).to(
+            dtype=like.dtype, device=like.device)
+    # drawn where the generator lives (a CPU generator cannot fill a CUDA tensor), then moved:
+    # on the CPU the same numbers as before
+    return torch.randn(like.shape, generator=generator, dtype=like.dtype,
+                       device=generator.device).to(like.device)
 
 
 def assign_flat_gradient(model: nn.Module, flat: Tensor) -> None:
@@ -246,8 +255,10 @@ class DPSGDStrategy(StepStrategy):
     ``noise_multiplier`` comes from :func:`qpriv.privacy.dpsgd_accounting.noise_multiplier_for`
     for the run's (eps, delta, q, steps); the steps taken are counted and the epsilon spent is
     read back from the accountant in :meth:`report`. The batches are drawn from the trainer's
-    seeded shuffle generator; ``seed`` seeds the Gaussian noise. Both states go into the
-    checkpoint.
+    seeded shuffle generator; ``seed`` seeds the Gaussian noise, or ``secure`` (a release: the
+    run's seed is secret) draws it from a cryptographic generator instead
+    (:class:`qpriv.privacy.samplers.SecureModeGaussian`); the claim names which. Both states
+    go into the checkpoint.
     """
 
     name = "dpsgd"
@@ -256,7 +267,7 @@ class DPSGDStrategy(StepStrategy):
     def __init__(
         self, *, clip: float, noise_multiplier: float, sample_rate: float,
         steps_per_epoch: int, delta: float, seed: int, accountant: str = "rdp",
-        target_eps: float | None = None, chunk_size: int | None = None,
+        target_eps: float | None = None, chunk_size: int | None = None, secure: bool = False,
     ) -> None:
         self.clip = require_in_range("clip", clip, low=0.0, hint="the clipping norm C is > 0")
         self.noise_multiplier = require_in_range("noise_multiplier", noise_multiplier, low=0.0,
@@ -269,7 +280,9 @@ class DPSGDStrategy(StepStrategy):
         self.chunk_size = chunk_size
         self.steps = 0
         self.clipped: list[float] = []
-        self.noise = torch.Generator().manual_seed(int(seed))
+        self.noise: torch.Generator | SecureModeGaussian = (
+            SecureModeGaussian() if secure else torch.Generator().manual_seed(int(seed)))
+        self.noise_sampler = SecureModeGaussian.name if secure else TORCH_SEEDED
 
     def batches(self, n_train: int, *, batch_size: int, generator: torch.Generator
                 ) -> list[Tensor]:
@@ -318,6 +331,10 @@ class DPSGDStrategy(StepStrategy):
         if changed:
             raise InvalidInputError(f"it was written by a run with other DP-SGD settings "
                                     f"({changed})")
+        if isinstance(self.noise, SecureModeGaussian) != isinstance(state["noise"], dict):
+            raise InvalidInputError("its DP-SGD noise came from another sampler (a secret-seed "
+                                    "run before the cryptographic one, or a seeded run); "
+                                    "start the run again")
         self.steps = int(state["steps"])
         self.noise.set_state(state["noise"])
         self.clipped = list(state["clipped"])
@@ -340,7 +357,9 @@ class DPSGDStrategy(StepStrategy):
             "eps": PrivacyClaim(
                 value=spent, delta=self.delta, kind=Kind.GLOBAL_DP,
                 accounting=Accounting.RIGOROUS, unit=Unit.WINDOW, covers=COVERS_WEIGHTS,
+                notes=(sampler_note(self.noise_sampler),),
                 details={"target": self.target_eps, "accountant": ACCOUNTANTS[self.accountant],
+                         "noise_sampler": self.noise_sampler,
                          "neighbourhood": "add or remove one training window (all its "
                                           "channels)",
                          "sampling": f"Poisson, rate q = {self.sample_rate:.6g}"},

@@ -1,6 +1,7 @@
-"""The one-run games on ``dpsgd-linear`` (Dirac canary windows) and on the clipless model stay
-below a correct claim, and planted bugs (clipping skipped, the noise multiplier ignored) push
-them above it; the canary windows' gradients are the Dirac directions they are built to be."""
+"""The one-run games on ``dpsgd-linear`` (Dirac canary windows), ``dpsgd`` (horizon-spike
+windows through the transformer) and the clipless model stay below a correct claim, and planted
+bugs (clipping skipped, the noise multiplier ignored) push them above it; the canary windows'
+gradients point where they are built to."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ import qpriv.classification.dpsgd as classifier_dpsgd
 import qpriv.training.dpsgd as training_dpsgd
 from qpriv.audits.privacy import CLIPLESS_GAME, run_settings
 from qpriv.audits.privacy_dpsgd import audit_dpsgd_one_run
+from qpriv.audits.privacy_dpsgd_forecast import (
+    AUDIT_ROWS,
+    TINY_MODEL,
+    audit_dpsgd_forecast_one_run,
+    spike_windows,
+)
+from qpriv.audits.privacy_dpsgd_forecast import AUDIT_SHAPE as SPIKE_SHAPE
 from qpriv.audits.privacy_dpsgd_linear import (
     AUDIT_SHAPE,
     FEATURE_SIZE,
@@ -24,8 +32,10 @@ from qpriv.audits.privacy_dpsgd_linear import (
 )
 from qpriv.audits.privacy_linear import audit_dataset
 from qpriv.cli import main
-from qpriv.errors import InvalidInputError
+from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.linear_dpsgd import DEFAULTS, TrainableLinear
+from qpriv.forecasting.methods import setup_method
+from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.recipe import mse
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import LOWER_BOUND, Unit
@@ -95,6 +105,35 @@ def test_the_dpsgd_linear_game_catches_skipped_clipping(data, monkeypatch):
     assert broken.correct == 14
 
 
+def test_each_spike_windows_gradient_sits_in_its_head_row():
+    """A spike at horizon step h: the gradient is far above dpsgd's clip C = 1, and most of it
+    lies in the output head's row h, which spikes at other steps do not touch."""
+    data = load_forecasting_data(csv=audit_dataset(seed=0, rows=AUDIT_ROWS), **SPIKE_SHAPE)
+    x, y = spike_windows(data, m=3, generator=torch.Generator().manual_seed(0))
+    steps = (y != 0).any(dim=2).float().argmax(dim=1)
+    setup = setup_method("dpsgd", eps=1.0, overrides=TINY_MODEL,
+                         base=ModelConfig(n_channels=data.n_channels, **SPIKE_SHAPE))
+    torch.manual_seed(0)
+    grads, _ = training_dpsgd.per_example_gradient_dict(LDPTForecaster(setup.config), x, y,
+                                                        loss_fn=mse)
+    total = sum(g.reshape(3, -1).pow(2).sum(dim=1) for g in grads.values())
+    head_row = grads["head.linear.weight"][torch.arange(3), steps].pow(2).sum(dim=1)
+    assert bool((total.sqrt() > 100).all())
+    assert bool((head_row / total > 0.8).all())
+
+
+def test_the_dpsgd_game_stays_below_its_claim_and_catches_skipped_clipping(monkeypatch):
+    """Seed 1 at claim 0.25: 17 of 40 right, then 32 with clipping skipped (bound 0.70; seed
+    0: 20, then 29: bound 0.35)."""
+    correct = audit_dpsgd_forecast_one_run(eps=0.25, seed=1)
+    assert correct.claim.unit == Unit.WINDOW and correct.claim.delta == 1e-6
+    assert correct.lower_bound.value <= correct.claim.value
+    _skip_clipping(monkeypatch)
+    broken = audit_dpsgd_forecast_one_run(eps=0.25, seed=1)
+    assert broken.claim.value == correct.claim.value
+    assert broken.lower_bound.value > broken.claim.value
+
+
 def test_the_clipless_game_stays_below_its_claim_at_the_analytic_bound():
     audit = audit_dpsgd_one_run(eps=1.0, seed=0, model="clipless", **CLIPLESS_GAME)
     assert audit.claim.details["clip_mode"].startswith("analytic")
@@ -123,7 +162,8 @@ def test_the_cli_audits_dpsgd_linear(capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["--method", "dpsgd-linear", "--eps", "1", "--canaries", "20"], "exceeds the 14 weights"),
-    (["--method", "dpsgd", "--eps", "1"], "a game of its own"),
+    (["--method", "dpsgd-tuned", "--eps", "1"], "audit dpsgd"),
+    (["--method", "dpsgd", "--eps", "1", "--delta", "1e-5"], "runs at delta = 1e-06"),
     (["--method", "clipless", "--unit", "window", "--eps", "1"], "not one of clipless's"),
 ])
 def test_what_the_one_run_games_cannot_play_is_refused_in_one_line(capsys, argv, words):
@@ -132,10 +172,10 @@ def test_what_the_one_run_games_cannot_play_is_refused_in_one_line(capsys, argv,
     assert words in err and len(err.strip().splitlines()) == 1
 
 
-def test_a_clipless_run_folder_is_audited_as_clipless(tmp_path):
+def test_clipless_and_dpsgd_run_folders_are_audited_as_themselves(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(
         {"model": "lipschitz", "clip": "analytic", "eps": 2.0, "delta": 1e-5}))
     assert run_settings(tmp_path) == {"method": "clipless", "eps": 2.0, "delta": 1e-5}
-    (tmp_path / "config.json").write_text(json.dumps({"method": "dpsgd", "eps": 1.0}))
-    with pytest.raises(InvalidInputError, match="a game of its own"):
-        run_settings(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"method": "dpsgd", "eps": 1.0, "unit": "window"}))
+    assert run_settings(tmp_path) == {"method": "dpsgd", "eps": 1.0, "unit": "window"}

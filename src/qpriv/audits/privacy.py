@@ -9,7 +9,9 @@ Jagielski, Ullman & Oprea 2020 and Nasr et al. 2021; Steinke, Nasr & Jagielski 2
   clipless DP-SGD, example unit, at its analytic bound): the one-run game of
   :mod:`qpriv.audits.privacy_dpsgd`;
 * ``dpsgd-linear`` (window unit): the one-run game with Dirac canary windows of
-  :mod:`qpriv.audits.privacy_dpsgd_linear`.
+  :mod:`qpriv.audits.privacy_dpsgd_linear`;
+* ``dpsgd`` (the transformer, window unit): the one-run game with horizon-spike canary windows
+  of :mod:`qpriv.audits.privacy_dpsgd_forecast`.
 
 The result is the method's own claim beside a :class:`~qpriv.privacy.claims.PrivacyClaim`
 whose ``details["bound"]`` is :data:`~qpriv.privacy.claims.LOWER_BOUND`; the audit fails when
@@ -28,15 +30,19 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.audits.privacy_dpsgd import OneRunAudit, audit_dpsgd_one_run
+from qpriv.audits.privacy_dpsgd_forecast import audit_dpsgd_forecast_one_run
 from qpriv.audits.privacy_dpsgd_linear import audit_dpsgd_linear_one_run
 from qpriv.audits.privacy_linear import audit_dp_linear
 from qpriv.errors import InvalidInputError
+from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import read_json_object
 from qpriv.runs.layout import CONFIG_FILE
 
 CLASSIFIER_CANARIES = 200
 """The classifier game's canaries."""
+DPSGD_CANARIES = 100
+"""The transformer game's canaries."""
 CLIPLESS_GAME: dict[str, Any] = {"canaries": 60, "lr": 1.0, "train_examples": 50, "epochs": 10}
 """The clipless game's settings besides the model's own defaults: few real examples and many
 steps, so that each canary's small, 1-Lipschitz effect on its own loss shows (with 400 examples
@@ -100,6 +106,15 @@ def _dpsgd_linear(*, unit: str, eps: float, delta: float, canary: str, trials: i
         eps=eps, delta=delta, canaries=canaries, seed=seed))
 
 
+def _dpsgd(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
+           observe: str, canaries: int | None) -> PrivacyAudit:
+    if delta != GLOBAL_DELTA:
+        raise InvalidInputError(f"dpsgd runs at delta = {GLOBAL_DELTA:g}, not {delta:g}: leave "
+                                "--delta out")
+    return _one_run("dpsgd", audit_dpsgd_forecast_one_run(
+        eps=eps, canaries=canaries or DPSGD_CANARIES, seed=seed))
+
+
 @dataclass(frozen=True)
 class MethodAudit:
     """How one method is audited: its units, its default delta and its game."""
@@ -114,15 +129,14 @@ AUDITS: dict[str, MethodAudit] = {
     "classifier": MethodAudit(units=("example",), delta=1e-5, play=_classifier),
     "clipless": MethodAudit(units=("example",), delta=1e-5, play=_clipless),
     "dpsgd-linear": MethodAudit(units=("window",), delta=1e-6, play=_dpsgd_linear),
+    "dpsgd": MethodAudit(units=("window",), delta=GLOBAL_DELTA, play=_dpsgd),
 }
 """Every audited method (the ``--method`` of ``qpriv audit privacy``)."""
 NOT_YET_AUDITED = {
     "ldpt": "its per-pass claim covers the quantum features, not the weights: qpriv audit "
             "channel and qpriv account's distinguishing game audit it",
-    "dpsgd": "its DP-SGD shares the classifiers' and dpsgd-linear's clipping and noise "
-             "(qpriv.training.dpsgd.DPSGDStrategy, clip_and_noise), which their one-run games "
-             "cover; a game of its own (canary windows through the transformer, scored on its "
-             "weights) is not written yet",
+    "dpsgd-tuned": "it takes dpsgd's DP-SGD step and accountant (batch 512, 50 epochs, a "
+                   "warm-up), which the dpsgd game audits: audit dpsgd",
     "fed-dp-linear": "federated dp-linear is audited by the many-run game on the sum the "
                      "server sees once the method exists: add its entry to AUDITS",
 }

@@ -4,9 +4,10 @@ its claim beside the empirical lower bound, each row with the command that gives
 Runs ``qpriv audit privacy`` (through :func:`qpriv.audits.privacy.audit_privacy`, the
 command's own function) for dp-linear at the record and the window unit with the worst and a
 random canary, and for the one-run games of the DP-SGD classifier, dpsgd-linear (Dirac canary
-windows) and the clipless model; writes ``audits.csv`` and
-``table.md`` (the table, then notes on why a bound sits far below its claim). About two minutes
-on one core.
+windows), dpsgd (the transformer, horizon-spike windows) and the clipless model; writes
+``audits.csv`` and ``table.md`` (the table, then notes on why a bound sits far below its
+claim). Two to five minutes on one core (130 s without the dpsgd rows; 314 s with them on busy
+shared cores).
 
     python scripts/audit_table.py --dest results/audits
 """
@@ -26,9 +27,10 @@ CANARIES = 200
 ROWS = [("dp-linear", unit, canary) for unit in ("record", "window")
         for canary in ("worst", "random")] + [("classifier", "example", None),
                                               ("dpsgd-linear", "window", None),
+                                              ("dpsgd", "window", None),
                                               ("clipless", "example", None)]
 CANARY_WORDS = {"classifier": "input (one-run)", "dpsgd-linear": "Dirac windows (one-run)",
-                "clipless": "input (one-run)"}
+                "dpsgd": "spike windows (one-run)", "clipless": "input (one-run)"}
 
 NOTES = """\
 Notes (why a bound sits below its claim):
@@ -62,9 +64,15 @@ Notes (why a bound sits below its claim):
   can certify at most about eps 1.43 (all 14 right), and the trainer's RAdam moves a canary's
   weight by a few steps' worth, so a correct run's bound is 0. With clipping skipped, the game
   at claim 0.25 gets 11-14 of 14 right (bound 0.14-1.43; tests/audits/
-  test_privacy_audit_dpsgd.py catches it at seed 2). Its DP-SGD step
-  (qpriv.training.dpsgd.DPSGDStrategy) is the transformer dpsgd's, which has no game of its
-  own yet (qpriv audit privacy --method dpsgd says so).
+  test_privacy_audit_dpsgd.py catches it at seed 2).
+- dpsgd (the transformer at a small width and look-back, one-run game, 100 windows with a
+  horizon spike of 1000 standard deviations at a random step, 20 guesses a side, scored by
+  the weights' move along each canary's gradient at the initial weights): about 90 % of each
+  canary's gradient lies in the head's row of its step, but RAdam and the correlated canaries
+  of a shared step leave a correct run's bound at 0; with clipping skipped the game at claim
+  0.25 gets 29 and 32 of 40 right at seeds 0 and 1 (bounds 0.35 and 0.70), caught in the
+  test. dpsgd-tuned (the same step and accountant at batch 512, 50 epochs) is not played
+  separately.
 - clipless (one-run game, 60 input canaries at the input bound X, 50 real examples, 10
   epochs): the noise is sigma Delta with Delta = 20.9 the analytic bound, far above the
   canaries' own gradients, and a 1-Lipschitz model barely moves its loss on one example, so a
@@ -77,7 +85,7 @@ def command(method: str, unit: str, eps: float, canary: str | None) -> str:
     """The ``qpriv audit privacy`` line that gives the row."""
     if method == "classifier":
         return f"qpriv audit privacy --method classifier --eps {eps:g} --canaries {CANARIES}"
-    if method in ("dpsgd-linear", "clipless"):
+    if method in ("dpsgd-linear", "dpsgd", "clipless"):
         return f"qpriv audit privacy --method {method} --eps {eps:g}"
     return (f"qpriv audit privacy --method dp-linear --unit {unit} --eps {eps:g} "
             f"--canary {canary} --trials {TRIALS}")

@@ -63,8 +63,8 @@ Notes (why a bound sits below its claim):
   each window's gradient lies along its own weight and is clipped to exactly C): 14 canaries
   can certify at most about eps 1.43 (all 14 right), and the trainer's RAdam moves a canary's
   weight by a few steps' worth, so a correct run's bound is 0. With clipping skipped, the game
-  at claim 0.25 gets 11-14 of 14 right (bound 0.14-1.43; tests/audits/
-  test_privacy_audit_dpsgd.py catches it at seed 2).
+  at claim 0.25 gets 11-14 of 14 right (bound 0.14-1.43), and with the noise multiplier
+  ignored 9-13 (bound 0-0.86); tests/audits/test_privacy_audit_dpsgd.py catches both.
 - dpsgd (the transformer at a small width and look-back, one-run game, 100 windows with a
   horizon spike of 1000 standard deviations at a random step, 20 guesses a side, scored by
   the weights' move along each canary's gradient at the initial weights): about 90 % of each

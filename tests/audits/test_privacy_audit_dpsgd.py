@@ -28,6 +28,7 @@ from qpriv.audits.privacy_dpsgd_linear import (
     TARGET_SIZE,
     audit_dpsgd_linear_one_run,
     dirac_windows,
+    quiet_dataset,
     released_weights,
 )
 from qpriv.audits.privacy_linear import audit_dataset
@@ -43,8 +44,8 @@ from qpriv.privacy.claims import LOWER_BOUND, Unit
 
 @pytest.fixture(scope="module")
 def data():
-    """A smaller audit dataset (999 training windows: q = 0.51, 20 steps)."""
-    return load_forecasting_data(csv=audit_dataset(seed=0, rows=1700), **AUDIT_SHAPE)
+    """A shorter quiet series (999 training windows: q = 0.51, 20 steps)."""
+    return load_forecasting_data(csv=quiet_dataset(rows=1700), **AUDIT_SHAPE)
 
 
 def _skip_clipping(monkeypatch):
@@ -103,6 +104,16 @@ def test_the_dpsgd_linear_game_catches_skipped_clipping(data, monkeypatch):
     assert broken.claim.value == correct.claim.value  # the claim does not see the bug
     assert correct.lower_bound.value <= correct.claim.value < broken.lower_bound.value
     assert broken.correct == 14
+
+
+def test_the_dpsgd_linear_game_catches_an_ignored_noise_multiplier(data, monkeypatch):
+    """Seed 0: 13 of 14 right (seeds 0-3: 13, 9, 12, 12)."""
+    real = training_dpsgd.clip_and_noise
+    monkeypatch.setattr(training_dpsgd, "clip_and_noise",
+                        lambda *args, **kwargs: real(*args, **{**kwargs,
+                                                               "noise_multiplier": 0.0}))
+    broken = audit_dpsgd_linear_one_run(eps=0.25, seed=0, data=data)
+    assert broken.lower_bound.value > broken.claim.value
 
 
 def test_each_spike_windows_gradient_sits_in_its_head_row():

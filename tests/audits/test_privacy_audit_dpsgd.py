@@ -38,6 +38,7 @@ from qpriv.forecasting.linear_dpsgd import DEFAULTS, TrainableLinear
 from qpriv.forecasting.methods import setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.recipe import mse
+from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.claims import LOWER_BOUND, Unit
 
@@ -188,5 +189,24 @@ def test_clipless_and_dpsgd_run_folders_are_audited_as_themselves(tmp_path):
         {"model": "lipschitz", "clip": "analytic", "eps": 2.0, "delta": 1e-5}))
     assert run_settings(tmp_path) == {"method": "clipless", "eps": 2.0, "delta": 1e-5}
     (tmp_path / "config.json").write_text(json.dumps(
-        {"method": "dpsgd", "eps": 1.0, "unit": "window"}))
+        {"method": "dpsgd", "eps": 1.0, "unit": "window", "delta": 1e-5}))
+    # that delta is the feature path's, which dpsgd has not
     assert run_settings(tmp_path) == {"method": "dpsgd", "eps": 1.0, "unit": "window"}
+
+
+def test_a_trained_dpsgd_run_is_audited_at_its_settings(tmp_path, capsys):
+    run = tmp_path / "run"
+    run_forecast(csv=_series_csv(tmp_path), method="dpsgd", eps=2.0, seq_len=48, horizon=24,
+                 epochs=1, max_train_windows=64, max_eval_windows=16, out_dir=run,
+                 progress=False, overrides=TINY_MODEL)
+    assert main(["audit", "privacy", str(run), "--canaries", "40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["method"] == "dpsgd" and out["claim"]["unit"] == "window"
+    assert out["claim"]["delta"] == 1e-6 and 1.9 < out["claim"]["value"] <= 2.0
+    assert out["lower_bound"]["value"] <= out["claim"]["value"]
+
+
+def _series_csv(tmp_path):
+    path = tmp_path / "series.csv"
+    audit_dataset(seed=1, rows=600).to_csv(path)
+    return path

@@ -193,6 +193,8 @@ def run_settings(run_dir: str | Path) -> dict[str, Any]:
     settings = {"method": method, "eps": float(config["eps"])}
     if config.get("unit") is not None:
         settings["unit"] = config["unit"]
-    if config.get("delta") is not None:
+    # a dpsgd run's config holds the feature path's delta, which it has not: its DP-SGD runs
+    # at GLOBAL_DELTA, the game's own
+    if config.get("delta") is not None and method != "dpsgd":
         settings["delta"] = float(config["delta"])
     return settings

@@ -6,8 +6,7 @@ command's own function) for dp-linear at the record and the window unit with the
 random canary, and for the one-run games of the DP-SGD classifier, dpsgd-linear (Dirac canary
 windows), dpsgd (the transformer, horizon-spike windows) and the clipless model; writes
 ``audits.csv`` and ``table.md`` (the table, then notes on why a bound sits far below its
-claim). Two to five minutes on one core (130 s without the dpsgd rows; 314 s with them on busy
-shared cores).
+claim). About a minute on a free core (48 s; 314 s on busy shared ones).
 
     python scripts/audit_table.py --dest results/audits
 """

@@ -3,9 +3,10 @@ its claim beside the empirical lower bound, each row with the command that gives
 
 Runs ``qpriv audit privacy`` (through :func:`qpriv.audits.privacy.audit_privacy`, the
 command's own function) for dp-linear at the record and the window unit with the worst and a
-random canary, and for the DP-SGD classifier's one-run game; writes ``audits.csv`` and
-``table.md`` (the table, then notes on why a bound sits far below its claim). About a minute on
-one core.
+random canary, and for the one-run games of the DP-SGD classifier, dpsgd-linear (Dirac canary
+windows), dpsgd (the transformer, horizon-spike windows) and the clipless model; writes
+``audits.csv`` and ``table.md`` (the table, then notes on why a bound sits far below its
+claim). About a minute on a free core (48 s; 314 s on busy shared ones).
 
     python scripts/audit_table.py --dest results/audits
 """
@@ -23,7 +24,12 @@ EPS = (0.1, 1.0, 5.0)
 TRIALS = 10_000
 CANARIES = 200
 ROWS = [("dp-linear", unit, canary) for unit in ("record", "window")
-        for canary in ("worst", "random")] + [("classifier", "example", None)]
+        for canary in ("worst", "random")] + [("classifier", "example", None),
+                                              ("dpsgd-linear", "window", None),
+                                              ("dpsgd", "window", None),
+                                              ("clipless", "example", None)]
+CANARY_WORDS = {"classifier": "input (one-run)", "dpsgd-linear": "Dirac windows (one-run)",
+                "dpsgd": "spike windows (one-run)", "clipless": "input (one-run)"}
 
 NOTES = """\
 Notes (why a bound sits below its claim):
@@ -52,6 +58,25 @@ Notes (why a bound sits below its claim):
   data are a weak test (Steinke, Nasr & Jagielski 2023 report the same of black-box input
   canaries); the game's value is that it catches a broken mechanism (skipped clipping, in
   tests/audits/test_privacy_audit.py) in seconds.
+- dpsgd-linear (one-run game, 14 Dirac canary windows, one per weight of its 7 x 2 matrix W;
+  each window's gradient lies along its own weight and is clipped to exactly C): 14 canaries
+  can certify at most about eps 1.43 (all 14 right), and the trainer's RAdam moves a canary's
+  weight by a few steps' worth, so a correct run's bound is 0. With clipping skipped, the game
+  at claim 0.25 gets 11-14 of 14 right (bound 0.14-1.43), and with the noise multiplier
+  ignored 9-13 (bound 0-0.86); tests/audits/test_privacy_audit_dpsgd.py catches both.
+- dpsgd (the transformer at a small width and look-back, one-run game, 100 windows with a
+  horizon spike of 1000 standard deviations at a random step, 20 guesses a side, scored by
+  the weights' move along each canary's gradient at the initial weights): about 90 % of each
+  canary's gradient lies in the head's row of its step, but RAdam and the correlated canaries
+  of a shared step leave a correct run's bound at 0; with clipping skipped the game at claim
+  0.25 gets 29 and 32 of 40 right at seeds 0 and 1 (bounds 0.35 and 0.70), caught in the
+  test. dpsgd-tuned (the same step and accountant at batch 512, 50 epochs) is not played
+  separately.
+- clipless (one-run game, 60 input canaries at the input bound X, 50 real examples, 10
+  epochs): the noise is sigma Delta with Delta = 20.9 the analytic bound, far above the
+  canaries' own gradients, and a 1-Lipschitz model barely moves its loss on one example, so a
+  correct run's bound is 0; a step that drops the noise multiplier is caught at claim 0.25
+  (30 and 31 of 40 right at seeds 0 and 1).
 """
 
 
@@ -59,6 +84,8 @@ def command(method: str, unit: str, eps: float, canary: str | None) -> str:
     """The ``qpriv audit privacy`` line that gives the row."""
     if method == "classifier":
         return f"qpriv audit privacy --method classifier --eps {eps:g} --canaries {CANARIES}"
+    if method in ("dpsgd-linear", "dpsgd", "clipless"):
+        return f"qpriv audit privacy --method {method} --eps {eps:g}"
     return (f"qpriv audit privacy --method dp-linear --unit {unit} --eps {eps:g} "
             f"--canary {canary} --trials {TRIALS}")
 
@@ -71,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     for method, unit, canary in ROWS:
         for eps in EPS:
             audit = audit_privacy(method=method, unit=unit, eps=eps, canary=canary or "worst",
-                                  trials=TRIALS, canaries=CANARIES)
+                                  trials=TRIALS,
+                                  canaries=CANARIES if method == "classifier" else None)
             reach, ceiling = audit.details.get("reach"), audit.details.get("ceiling")
             rows.append({
-                "method": method, "unit": unit, "canary": canary or "input (one-run)",
+                "method": method, "unit": unit, "canary": canary or CANARY_WORDS[method],
                 "eps_claim": audit.claim.value, "delta": audit.claim.delta,
                 "eps_lower_bound": round(audit.lower_bound.value, 4),
                 "ratio": round(audit.lower_bound.value / audit.claim.value, 4),

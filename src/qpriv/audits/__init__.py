@@ -17,7 +17,10 @@ They load trained runs, so they sit above the models:
 * :mod:`qpriv.audits.lower_bound`: an empirical lower bound on the feature path's epsilon;
 * :mod:`qpriv.audits.privacy`: ``qpriv audit privacy``, an empirical lower bound beside each
   guarantee: the many-run game on dp-linear (:mod:`qpriv.audits.privacy_linear`) and the
-  one-run game on DP-SGD (:mod:`qpriv.audits.privacy_dpsgd`).
+  one-run games on DP-SGD: the classifiers and the clipless model
+  (:mod:`qpriv.audits.privacy_dpsgd`), dpsgd-linear with Dirac canary windows
+  (:mod:`qpriv.audits.privacy_dpsgd_linear`) and the dpsgd transformer
+  (:mod:`qpriv.audits.privacy_dpsgd_forecast`).
 """
 
 from qpriv.audits.mia import MIAResult, TprAtFpr, membership_inference, mia_on_run, tpr_at_fpr

@@ -5,7 +5,13 @@ Jagielski, Ullman & Oprea 2020 and Nasr et al. 2021; Steinke, Nasr & Jagielski 2
 
 * ``dp-linear`` (record and window units): the many-run game of
   :mod:`qpriv.audits.privacy_linear`;
-* ``classifier`` (DP-SGD, example unit): the one-run game of :mod:`qpriv.audits.privacy_dpsgd`.
+* ``classifier`` (DP-SGD, example unit) and ``clipless`` (the projected Lipschitz MLP of
+  clipless DP-SGD, example unit, at its analytic bound): the one-run game of
+  :mod:`qpriv.audits.privacy_dpsgd`;
+* ``dpsgd-linear`` (window unit): the one-run game with Dirac canary windows of
+  :mod:`qpriv.audits.privacy_dpsgd_linear`;
+* ``dpsgd`` (the transformer, window unit): the one-run game with horizon-spike canary windows
+  of :mod:`qpriv.audits.privacy_dpsgd_forecast`.
 
 The result is the method's own claim beside a :class:`~qpriv.privacy.claims.PrivacyClaim`
 whose ``details["bound"]`` is :data:`~qpriv.privacy.claims.LOWER_BOUND`; the audit fails when
@@ -23,12 +29,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qpriv.audits.privacy_dpsgd import audit_dpsgd_one_run
+from qpriv.audits.privacy_dpsgd import OneRunAudit, audit_dpsgd_one_run
+from qpriv.audits.privacy_dpsgd_forecast import audit_dpsgd_forecast_one_run
+from qpriv.audits.privacy_dpsgd_linear import audit_dpsgd_linear_one_run
 from qpriv.audits.privacy_linear import audit_dp_linear
 from qpriv.errors import InvalidInputError
+from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import read_json_object
 from qpriv.runs.layout import CONFIG_FILE
+
+CLASSIFIER_CANARIES = 200
+"""The classifier game's canaries."""
+DPSGD_CANARIES = 100
+"""The transformer game's canaries."""
+CLIPLESS_GAME: dict[str, Any] = {"canaries": 60, "lr": 1.0, "train_examples": 50, "epochs": 10}
+"""The clipless game's settings besides the model's own defaults: few real examples and many
+steps, so that each canary's small, 1-Lipschitz effect on its own loss shows (with 400 examples
+and 4 epochs even a run without noise gets only 26-30 of 40 guesses right)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +71,7 @@ class PrivacyAudit:
 
 
 def _dp_linear(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
-               observe: str, canaries: int) -> PrivacyAudit:
+               observe: str, canaries: int | None) -> PrivacyAudit:
     audit = audit_dp_linear(unit=unit, eps=eps, delta=delta, canary=canary, trials=trials,
                             seed=seed, observe=observe)
     details = audit.as_dict()
@@ -62,13 +80,39 @@ def _dp_linear(*, unit: str, eps: float, delta: float, canary: str, trials: int,
                         details={"game": "many-run", **details})
 
 
-def _classifier(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
-                observe: str, canaries: int) -> PrivacyAudit:
-    audit = audit_dpsgd_one_run(eps=eps, delta=delta, canaries=canaries, seed=seed)
+def _one_run(method: str, audit: OneRunAudit) -> PrivacyAudit:
     details = audit.as_dict()
     del details["claim"], details["lower_bound"]
-    return PrivacyAudit(method="classifier", claim=audit.claim, lower_bound=audit.lower_bound,
+    return PrivacyAudit(method=method, claim=audit.claim, lower_bound=audit.lower_bound,
                         details={"game": "one-run", **details})
+
+
+def _classifier(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
+                observe: str, canaries: int | None) -> PrivacyAudit:
+    return _one_run("classifier", audit_dpsgd_one_run(
+        eps=eps, delta=delta, canaries=canaries or CLASSIFIER_CANARIES, seed=seed))
+
+
+def _clipless(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
+              observe: str, canaries: int | None) -> PrivacyAudit:
+    return _one_run("clipless", audit_dpsgd_one_run(
+        eps=eps, delta=delta, canaries=canaries or CLIPLESS_GAME["canaries"], seed=seed,
+        model="clipless", **{k: v for k, v in CLIPLESS_GAME.items() if k != "canaries"}))
+
+
+def _dpsgd_linear(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
+                  observe: str, canaries: int | None) -> PrivacyAudit:
+    return _one_run("dpsgd-linear", audit_dpsgd_linear_one_run(
+        eps=eps, delta=delta, canaries=canaries, seed=seed))
+
+
+def _dpsgd(*, unit: str, eps: float, delta: float, canary: str, trials: int, seed: int,
+           observe: str, canaries: int | None) -> PrivacyAudit:
+    if delta != GLOBAL_DELTA:
+        raise InvalidInputError(f"dpsgd runs at delta = {GLOBAL_DELTA:g}, not {delta:g}: leave "
+                                "--delta out")
+    return _one_run("dpsgd", audit_dpsgd_forecast_one_run(
+        eps=eps, canaries=canaries or DPSGD_CANARIES, seed=seed))
 
 
 @dataclass(frozen=True)
@@ -83,17 +127,16 @@ class MethodAudit:
 AUDITS: dict[str, MethodAudit] = {
     "dp-linear": MethodAudit(units=("record", "window"), delta=1e-6, play=_dp_linear),
     "classifier": MethodAudit(units=("example",), delta=1e-5, play=_classifier),
+    "clipless": MethodAudit(units=("example",), delta=1e-5, play=_clipless),
+    "dpsgd-linear": MethodAudit(units=("window",), delta=1e-6, play=_dpsgd_linear),
+    "dpsgd": MethodAudit(units=("window",), delta=GLOBAL_DELTA, play=_dpsgd),
 }
 """Every audited method (the ``--method`` of ``qpriv audit privacy``)."""
 NOT_YET_AUDITED = {
     "ldpt": "its per-pass claim covers the quantum features, not the weights: qpriv audit "
             "channel and qpriv account's distinguishing game audit it",
-    "dpsgd": "its DP-SGD shares the classifiers' clipping and noise "
-             "(qpriv.training.dpsgd.clip_and_noise), which the classifier audit covers; a "
-             "one-run game on the transformer's windows is not written yet",
-    "dpsgd-linear": "its DP-SGD shares the classifiers' clipping and noise "
-                    "(qpriv.training.dpsgd.clip_and_noise), which the classifier audit covers; "
-                    "a one-run game on its windows is not written yet",
+    "dpsgd-tuned": "it takes dpsgd's DP-SGD step and accountant (batch 512, 50 epochs, a "
+                   "warm-up), which the dpsgd game audits: audit dpsgd",
     "fed-dp-linear": "federated dp-linear is audited by the many-run game on the sum the "
                      "server sees once the method exists: add its entry to AUDITS",
 }
@@ -112,10 +155,10 @@ def _audited(method: str) -> MethodAudit:
 
 def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: float | None = None,
                   canary: str = "worst", trials: int = 2000, seed: int = 0,
-                  observe: str = "statistics", canaries: int = 200) -> PrivacyAudit:
+                  observe: str = "statistics", canaries: int | None = None) -> PrivacyAudit:
     """Audit ``method`` at ``unit`` (default: its first) and (``eps``, ``delta``) (default:
     the method's usual delta). ``canary``, ``trials`` and ``observe`` are the many-run game's;
-    ``canaries`` the one-run game's.
+    ``canaries`` the one-run game's (None: the method's own count).
 
     Raises:
         InvalidInputError: a method or unit without an audit, or a bad setting of its game.
@@ -131,11 +174,15 @@ def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: fl
 
 def run_settings(run_dir: str | Path) -> dict[str, Any]:
     """The method, unit, eps and delta a finished run was trained at (its config file): a
-    forecasting run names its method; a classifier run its model."""
+    forecasting run names its method; a classifier run its model (the Lipschitz model at
+    ``clip="analytic"`` is ``clipless``)."""
     config = read_json_object(Path(run_dir) / CONFIG_FILE,
                               fix="give a run folder written by qpriv train or "
                                   "qpriv train-classifier")
-    method = config.get("method") or ("classifier" if "model" in config else None)
+    method = config.get("method") or (
+        None if "model" not in config else
+        "clipless" if (config["model"], config.get("clip")) == ("lipschitz", "analytic") else
+        "classifier")
     if method is None:
         raise InvalidInputError(f"{run_dir}'s config names no method; give --method, --unit "
                                 "and --eps instead")
@@ -146,6 +193,8 @@ def run_settings(run_dir: str | Path) -> dict[str, Any]:
     settings = {"method": method, "eps": float(config["eps"])}
     if config.get("unit") is not None:
         settings["unit"] = config["unit"]
-    if config.get("delta") is not None:
+    # a dpsgd run's config holds the feature path's delta, which it has not: its DP-SGD runs
+    # at GLOBAL_DELTA, the game's own
+    if config.get("delta") is not None and method != "dpsgd":
         settings["delta"] = float(config["delta"])
     return settings

@@ -39,10 +39,12 @@ import numpy as np
 import scipy.stats
 import torch
 import torch.nn.functional as F  # noqa: N812 (the PyTorch idiom)
+from torch import nn
 
-from qpriv.classification.data import synthetic_task
+from qpriv.classification.data import ClassificationData, synthetic_task
 from qpriv.classification.dpsgd import DPSGDConfig, train_dpsgd
-from qpriv.classification.models import TanhMLP
+from qpriv.classification.models import ProjectedLipschitzMLP, TanhMLP
+from qpriv.classification.request import ANALYTIC_DEFAULTS, ANALYTIC_TAU
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.claims import (
     COVERS_WEIGHTS,
@@ -53,6 +55,9 @@ from qpriv.privacy.claims import (
     Unit,
 )
 from qpriv.privacy.dpsgd_accounting import dpsgd_epsilon, noise_multiplier_for
+
+ONE_RUN_MODELS = ("mlp", "clipless")
+"""The classifiers the one-run game trains: the tanh MLP (clip C) and the clipless model."""
 
 
 def one_run_p_value(*, m: int, r: int, v: int, eps: float, delta: float) -> float:
@@ -112,75 +117,109 @@ class OneRunAudit:
                 "steps": self.steps, "seconds": self.seconds}
 
 
-def _canaries(x: torch.Tensor, n_classes: int, *, m: int, scale: float,
+def _canaries(x: torch.Tensor, n_classes: int, *, m: int, radius: float,
               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """m points in random directions at ``scale`` times the largest norm of ``x``, random
-    labels."""
+    """m points in random directions at norm ``radius``, random labels."""
     directions = torch.randn(m, x.shape[1], generator=generator, dtype=x.dtype)
     directions = directions / directions.norm(dim=1, keepdim=True)
-    radius = scale * float(x.norm(dim=1).max())
     return radius * directions, torch.randint(n_classes, (m,), generator=generator)
+
+
+def one_run_outcome(*, claim: PrivacyClaim, scores: torch.Tensor, member: torch.Tensor,
+                    guesses: int, confidence: float, canary_words: str,
+                    noise_multiplier: float, steps: int, start: float) -> OneRunAudit:
+    """The game's guesses and bound from the canaries' ``scores`` (higher: more likely
+    trained on) and the truth ``member``: "in" for the ``guesses`` highest, "out" for as many
+    lowest, the correct ones counted and turned into a lower bound at the claim's delta and
+    unit (:func:`one_run_epsilon`)."""
+    m, k = int(member.shape[0]), require_positive_int("guesses", guesses)
+    if 2 * k > m:
+        raise InvalidInputError(f"guesses = {k} needs 2k <= canaries = {m}")
+    order = torch.argsort(scores, descending=True)
+    correct = int(member[order[:k]].sum()) + int((~member[order[-k:]]).sum())
+    delta = claim.delta or 0.0
+    value = one_run_epsilon(m=m, r=2 * k, v=correct, delta=delta, confidence=confidence)
+    bound = PrivacyClaim(
+        value=value, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
+        unit=claim.unit, covers=claim.covers,
+        notes=(f"a one-run audit (Steinke, Nasr & Jagielski 2023): {canary_words}, "
+               f"{correct} of {2 * k} guesses correct",),
+        details={"bound": LOWER_BOUND, "confidence": confidence, "audit": "one-run"})
+    return OneRunAudit(claim=claim, lower_bound=bound, canaries=m, included=int(member.sum()),
+                       guesses=2 * k, correct=correct, noise_multiplier=noise_multiplier,
+                       steps=steps, seconds=time.perf_counter() - start)
+
+
+def _model(name: str, task: ClassificationData) -> tuple[nn.Module, float | None]:
+    """The audited network and its clip: the tanh MLP at the game's clip (None: the caller's),
+    or the clipless model at its analytic bound Delta."""
+    if name == "mlp":
+        return TanhMLP(n_features=task.n_features, n_classes=task.n_classes), None
+    if name == "clipless":
+        net = ProjectedLipschitzMLP(n_features=task.n_features, n_classes=task.n_classes,
+                                    tau=ANALYTIC_TAU, **ANALYTIC_DEFAULTS)
+        return net, net.gradient_bound()
+    raise InvalidInputError(f"model {name!r} is not one of {ONE_RUN_MODELS}")
 
 
 def audit_dpsgd_one_run(*, eps: float = 1.0, delta: float = 1e-5, canaries: int = 200,
                         guesses: int = 20, train_examples: int = 400, epochs: int = 4,
                         batch_size: int = 64, lr: float = 0.5, clip: float = 0.1,
                         canary_scale: float = 1.0, seed: int = 0,
-                        confidence: float = 0.95) -> OneRunAudit:
-    """The one-run game on the classifier (TanhMLP on the synthetic task's first
-    ``train_examples`` training examples) trained by DP-SGD (SGD, ``clip``, Poisson batches of
-    expected size ``batch_size``, ``epochs``) at (``eps``, ``delta``) at the example unit.
+                        confidence: float = 0.95, model: str = "mlp") -> OneRunAudit:
+    """The one-run game on a classifier trained by DP-SGD (SGD, Poisson batches of expected
+    size ``batch_size``, ``epochs``) on the synthetic task's first ``train_examples``
+    training examples at (``eps``, ``delta``) at the example unit. ``model``: ``mlp``, the
+    TanhMLP clipped at ``clip``; ``clipless``, the projected Lipschitz MLP of clipless DP-SGD
+    at its defaults (``clip="analytic"``: noise sigma Delta, ``clip`` unused; its canaries sit
+    at ``canary_scale`` times the input bound X, where the model clips its inputs).
     ``guesses`` k: the k highest and k lowest scores are guessed (2k <= ``canaries``).
 
     Raises:
-        InvalidInputError: a bad count, budget or guess number.
+        InvalidInputError: a bad count, budget, model or guess number.
     """
     start = time.perf_counter()
     m = require_positive_int("canaries", canaries)
-    k = require_positive_int("guesses", guesses)
-    if 2 * k > m:
-        raise InvalidInputError(f"guesses = {k} needs 2k <= canaries = {m}")
+    if 2 * require_positive_int("guesses", guesses) > m:
+        raise InvalidInputError(f"guesses = {guesses} needs 2k <= canaries = {m}")
     gen = torch.Generator().manual_seed(seed)
     task = synthetic_task()
     x_real = task.x_train[:require_positive_int("train_examples", train_examples)].float()
     y_real = task.y_train[:train_examples]
-    x_can, y_can = _canaries(x_real, task.n_classes, m=m, scale=canary_scale, generator=gen)
+    torch.manual_seed(seed)
+    net, analytic = _model(model, task)
+    radius = (canary_scale * float(x_real.norm(dim=1).max()) if analytic is None
+              else canary_scale * net.input_bound)
+    x_can, y_can = _canaries(x_real, task.n_classes, m=m, radius=radius, generator=gen)
     member = torch.rand(m, generator=gen) < 0.5
     x_train = torch.cat([x_real, x_can[member]])
     y_train = torch.cat([y_real, y_can[member]])
     n = int(x_train.shape[0])
-    config = DPSGDConfig(batch_size=batch_size, epochs=epochs, lr=lr, clip=clip,
+    config = DPSGDConfig(batch_size=batch_size, epochs=epochs, lr=lr,
+                         clip=clip if analytic is None else analytic,
                          sampling="poisson", optimizer="sgd", noise_multiplier=1.0)
     steps = epochs * config.steps_per_epoch(n)
     sigma = noise_multiplier_for(eps=eps, delta=delta, sample_rate=config.sample_rate(n),
                                  steps=steps)
     config = DPSGDConfig(**{**config.as_dict(), "noise_multiplier": sigma})
-    torch.manual_seed(seed)
-    model = TanhMLP(n_features=task.n_features, n_classes=task.n_classes)
-    initial = copy.deepcopy(model)
-    train_dpsgd(model, x_train=x_train, y_train=y_train, x_test=task.x_test.float(),
+    initial = copy.deepcopy(net)
+    train_dpsgd(net, x_train=x_train, y_train=y_train, x_test=task.x_test.float(),
                 y_test=task.y_test, config=config,
                 batch_generator=torch.Generator().manual_seed(seed + 1),
                 noise_generator=torch.Generator().manual_seed(seed + 2), diagnostics=False)
     with torch.no_grad():
         scores = (F.cross_entropy(initial(x_can), y_can, reduction="none")
-                  - F.cross_entropy(model(x_can), y_can, reduction="none"))
-    order = torch.argsort(scores, descending=True)
-    correct = int(member[order[:k]].sum()) + int((~member[order[-k:]]).sum())
-    value = one_run_epsilon(m=m, r=2 * k, v=correct, delta=delta, confidence=confidence)
+                  - F.cross_entropy(net(x_can), y_can, reduction="none"))
     spent = dpsgd_epsilon(noise_multiplier=sigma, sample_rate=config.sample_rate(n),
                           steps=steps, delta=delta)
     claim = PrivacyClaim(value=spent, delta=delta, kind=Kind.GLOBAL_DP,
                          accounting=Accounting.RIGOROUS, unit=Unit.EXAMPLE,
                          covers=COVERS_WEIGHTS,
                          details={"accountant": "rdp", "noise_multiplier": sigma,
-                                  "sample_rate": config.sample_rate(n), "steps": steps})
-    bound = PrivacyClaim(
-        value=value, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
-        unit=Unit.EXAMPLE, covers=COVERS_WEIGHTS,
-        notes=(f"a one-run audit (Steinke, Nasr & Jagielski 2023): {m} input canaries, "
-               f"{correct} of {2 * k} guesses correct",),
-        details={"bound": LOWER_BOUND, "confidence": confidence, "audit": "one-run"})
-    return OneRunAudit(claim=claim, lower_bound=bound, canaries=m, included=int(member.sum()),
-                       guesses=2 * k, correct=correct, noise_multiplier=sigma, steps=steps,
-                       seconds=time.perf_counter() - start)
+                                  "sample_rate": config.sample_rate(n), "steps": steps,
+                                  "clip": config.clip,
+                                  "clip_mode": "fixed" if analytic is None else
+                                  "analytic (clipless: C = Delta)"})
+    return one_run_outcome(claim=claim, scores=scores, member=member, guesses=guesses,
+                           confidence=confidence, canary_words=f"{m} input canaries",
+                           noise_multiplier=sigma, steps=steps, start=start)

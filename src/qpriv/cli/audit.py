@@ -90,11 +90,13 @@ def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
     pa.add_argument("run_dir", metavar="RUN_DIR", nargs="?",
                     help="a finished private run: audit its method at its unit and budget; "
                          "or give --method, --unit and --eps")
-    pa.add_argument("--method", help="dp-linear or classifier")
-    pa.add_argument("--unit", help="dp-linear: record (default) or window; classifier: example")
+    pa.add_argument("--method", help="dp-linear, dpsgd-linear, dpsgd, classifier or clipless")
+    pa.add_argument("--unit", help="dp-linear: record (default) or window; dpsgd-linear, "
+                                   "dpsgd: window; classifier, clipless: example")
     pa.add_argument("--eps", type=float, help="the claimed budget")
     pa.add_argument("--delta", type=float,
-                    help="the claimed delta (default: 1e-6 for dp-linear, 1e-5 for classifier)")
+                    help="the claimed delta (default: 1e-6 for dp-linear, dpsgd-linear and dpsgd, "
+                         "1e-5 for classifier and clipless)")
     pa.add_argument("--canary", choices=["worst", "random"], default="worst",
                     help="dp-linear: the worst-case neighbour the sensitivity proof names, or a "
                          "random one")
@@ -103,8 +105,10 @@ def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
     pa.add_argument("--observe", choices=["statistics", "kernel"], default="statistics",
                     help="dp-linear: the attacker reads the noisy statistics the kernel is "
                          "solved from, or only the kernel")
-    pa.add_argument("--canaries", type=positive_int, default=200,
-                    help="classifier: canaries of the one-run game")
+    pa.add_argument("--canaries", type=positive_int,
+                    help="canaries of the one-run game (default: 200 for classifier, 60 for "
+                         "clipless, 100 for dpsgd; dpsgd-linear: one per weight, 14, the "
+                         "most)")
     pa.add_argument("--seed", type=seed_int, default=0, help="seed of the audit's draws")
     add_json_flag(pa)
     pa.set_defaults(handler=run_privacy)

@@ -3,7 +3,8 @@
 The layers, bottom first: the error types; the shared leaves (tables, progress bars, torch
 threads, the allocator setting); ``quantum`` (simulation); ``privacy`` (pure maths and the claim
 type); ``runs`` (a run directory); ``training`` (the one trainer loop); ``forecasting`` and
-``classification`` (the models, side by side and blind to each other); ``audits`` (they load
+``classification`` (the models, side by side and blind to each other); ``federated`` (the
+same forecasters fitted across sites that never pool their data); ``audits`` (they load
 trained models); ``report`` (the HTML page of a run, and of the folders the layers above
 register with it); ``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``;
 ``qpriv/__main__.py`` (``python -m qpriv``) above all. An
@@ -32,12 +33,13 @@ LAYERS = {
     "runs": 3,
     "training": 4,
     "forecasting": 5, "classification": 5,
-    "audits": 6,
-    "report": 7,
-    "experiments": 8,
-    "cli": 9,
-    "__init__": 10,
-    "__main__": 11,  # python -m qpriv: the command line
+    "federated": 6,
+    "audits": 7,
+    "report": 8,
+    "experiments": 9,
+    "cli": 10,
+    "__init__": 11,
+    "__main__": 12,  # python -m qpriv: the command line
 }
 SOURCE = Path(qpriv.__file__).parent
 

@@ -150,11 +150,12 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
              threshold: int | None = None, colluders: int = 0, scaler: str = "private",
              deadline_s: float = DEADLINE_S, stage_timeout_s: float = STAGE_TIMEOUT_S,
              noise: bool = True, seeds: Sequence[int] | None = None,
-             on_started: object = None) -> dict:
+             on_started: object = None, clip: float | None = None,
+             feature_clip: float | None = None, target_clip: float | None = None) -> dict:
     """Fit federated dp-linear over ``sites`` (one CSV each) through real Flower processes on
     this machine and write its run folder to ``out_dir`` (None: nothing written); return the
     result. ``threshold`` (default: every site) is how many sites must survive; ``noise`` and
-    ``seeds`` (one per site) are for tests only. ``on_started`` (tests) is called with the
+    ``seeds`` (one per site) are for tests only; the clips default to dp-linear's. ``on_started`` (tests) is called with the
     :class:`Federation` once the round is submitted.
 
     Raises:
@@ -170,7 +171,8 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
         unit=unit, eps=eps, delta=delta, sites=len(sites),
         threshold=len(sites) if threshold is None else threshold, colluders=colluders,
         channels=datas[0].channels, freq=series_frequency(datas[0].dates) or "uneven",
-        max_rows=1 << (biggest - 1).bit_length(), scaler=scaler, noise=noise)
+        max_rows=1 << (biggest - 1).bit_length(), scaler=scaler, noise=noise, clip=clip,
+        feature_clip=feature_clip, target_clip=target_clip)
     with tempfile.TemporaryDirectory(prefix="qpriv-federate-") as tmp:
         fed = Federation(home=Path(tmp), processes=[])
         try:

@@ -155,8 +155,8 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
     """Fit federated dp-linear over ``sites`` (one CSV each) through real Flower processes on
     this machine and write its run folder to ``out_dir`` (None: nothing written); return the
     result. ``threshold`` (default: every site) is how many sites must survive; ``noise`` and
-    ``seeds`` (one per site) are for tests only; the clips default to dp-linear's. ``on_started`` (tests) is called with the
-    :class:`Federation` once the round is submitted.
+    ``seeds`` (one per site) are for tests only; the clips default to dp-linear's.
+    ``on_started`` (tests) is called with the :class:`Federation` once the round is submitted.
 
     Raises:
         InvalidInputError: fewer than 2 sites, sites that differ in columns or frequency, a

@@ -3,10 +3,16 @@ the command line's refusals, which come before any process starts."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+
 import numpy as np
 import pytest
 
 from qpriv.cli import main
+from qpriv.errors import InvalidInputError
 from qpriv.federated.processes import federate
 from qpriv.federated.protocol import FederatedPlan, decode_and_solve, site_update
 from qpriv.forecasting.artifacts import load_run
@@ -53,3 +59,49 @@ def test_cli_refuses_another_frequency_and_a_single_site(tmp_path, capsys):
     assert "resample" in capsys.readouterr().err
     assert main(["federate", "--site", str(a)]) == 2
     assert "at least 2" in capsys.readouterr().err
+
+
+def _kill_when_masking(fed, victims: list[int]) -> threading.Thread:
+    """A thread that kills the SuperNodes ``victims`` (by their index) once each has started
+    its third ClientApp, the masked-vector stage of SecAgg+: after it shared its keys, before
+    its masked vector arrives."""
+    def watch() -> None:
+        deadline = time.monotonic() + 300
+        pending = set(victims)
+        while pending and time.monotonic() < deadline:
+            for index in list(pending):
+                log = fed.home / f"supernode-{index}.log"
+                if log.exists() and log.read_text(errors="replace").count(
+                        "Start `flwr-clientapp`") >= 3:
+                    os.killpg(fed.processes[1 + index].pid, signal.SIGKILL)
+                    pending.discard(index)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("killed", [1, 2])
+def test_a_supernode_killed_mid_round(tmp_path, killed):
+    """4 sites, threshold 3: one killed still gives a model whose claim is for 3 survivors;
+    two killed release nothing (one line) and write nothing."""
+    paths = [write_site(tmp_path / f"s{i}.csv", seed=i) for i in range(4)]
+    out = tmp_path / "run"
+    watchers = []
+    kwargs = {"out_dir": out, "seq_len": SEQ_LEN, "horizon": HORIZON, "threshold": 3,
+              "deadline_s": 500, "stage_timeout_s": 60,
+              "on_started": lambda fed: watchers.append(
+                  _kill_when_masking(fed, list(range(killed))))}
+    if killed == 1:
+        result = federate(paths, **kwargs)
+        claim = result["eps"]
+        assert claim["survivors"] == 3 and claim["threshold"] == 3 and claim["sites"] == 4
+        assert claim["value"] == pytest.approx(1.0, abs=0.01)  # sized for 3 honest shares
+        assert load_run(out).model.kernel.shape == (HORIZON, SEQ_LEN)
+    else:
+        with pytest.raises(InvalidInputError, match="nothing is released") as info:
+            federate(paths, **kwargs)
+        assert "\n" not in str(info.value)
+        assert not out.exists()

@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 from flwr.client import ClientApp, NumPyClient
 from flwr.client.mod import secaggplus_mod
-from flwr.common import Context, ndarrays_to_parameters, parameters_to_ndarrays
+from flwr.common import (
+    Context,
+    EvaluateIns,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
 from flwr.server import LegacyContext, ServerApp, ServerConfig
 from flwr.server.strategy import FedAvg
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
@@ -116,11 +121,12 @@ class SumStrategy(FedAvg):
 
     def configure_evaluate(self, server_round: int, parameters: Any,
                            client_manager: Any) -> list:
+        """The released kernel to every survivor of the fit round, and to no one else: a
+        dropped site's node may still be listed, and FedAvg's sampling would wait for it."""
         if "model" not in self.outcome:
             return []
-        instructions = super().configure_evaluate(server_round, parameters, client_manager)
-        alive = {proxy.node_id for proxy in self.survivors}
-        return [(proxy, ins) for proxy, ins in instructions if proxy.node_id in alive]
+        ins = EvaluateIns(parameters, self.plan.to_config())
+        return [(proxy, ins) for proxy in self.survivors]
 
     def aggregate_evaluate(self, server_round: int, results: list, failures: list) -> tuple:
         self.outcome["sites"] = [dict(res.metrics) for _, res in results]

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -121,15 +122,44 @@ class Federation:
         return proc
 
     def stop(self) -> None:
-        """SIGTERM each process group started here, then SIGKILL what is left after 5 s."""
+        """SIGTERM each process group started here, then SIGKILL what is left after 5 s; the
+        helpers Flower starts in sessions of their own (the SuperLink's ServerApp) are found
+        as descendants first and ended with them."""
+        helpers = _descendants([proc.pid for proc in self.processes])
         for proc in self.processes:
             _signal(proc, signal.SIGTERM)
+        for pid in helpers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
         end = time.monotonic() + 5
         for proc in self.processes:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.1, end - time.monotonic()))
             _signal(proc, signal.SIGKILL)  # its children (serverapp, clientapps) too
             proc.wait()
+        for pid in helpers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _descendants(roots: list[int]) -> list[int]:
+    """Every living descendant of the processes ``roots``, from ``/proc`` (Linux; elsewhere
+    none are found and the process groups alone are ended)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], list(roots)
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
 
 
 def _environment(home: Path) -> dict[str, str]:
@@ -175,11 +205,16 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
         feature_clip=feature_clip, target_clip=target_clip)
     with tempfile.TemporaryDirectory(prefix="qpriv-federate-") as tmp:
         fed = Federation(home=Path(tmp), processes=[])
+        # a SIGTERM ends the run as Ctrl-C does, through the finally that stops the processes
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             staging = _run(fed, plan, sites, seeds=seeds, deadline_s=deadline_s,
                            stage_timeout_s=stage_timeout_s, on_started=on_started)
         finally:
             fed.stop()
+            if main:
+                signal.signal(signal.SIGTERM, previous)
         if (staging / ERROR_FILE).exists():
             raise InvalidInputError((staging / ERROR_FILE).read_text().strip())
         result = json.loads((staging / RESULT_FILE).read_text())

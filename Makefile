@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: an open range would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0 $(TORCH_INDEX)
-	$(PY) -m pip install -q -e '.[dev,ray]'
+	$(PY) -m pip install -q -e '.[dev,ray,federated]'
 	touch $(STAMP)
 
 quickstart: $(STAMP)

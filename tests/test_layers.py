@@ -4,7 +4,8 @@ The layers, bottom first: the error types; the shared leaves (tables, progress b
 threads, the allocator setting); ``quantum`` (simulation); ``privacy`` (pure maths and the claim
 type); ``runs`` (a run directory); ``training`` (the one trainer loop); ``forecasting`` and
 ``classification`` (the models, side by side and blind to each other); ``estimators``
-(``qpriv.load``, which sends a saved folder to the family that wrote it); ``audits`` (they load
+(``qpriv.load``, which sends a saved folder to the family that wrote it) and ``federated`` (the
+same forecasters fitted across sites that never pool their data); ``audits`` (they load
 trained models); ``report`` (the HTML page of a run, and of the folders the layers above
 register with it); ``experiments``; ``cli``; the package's front door, ``qpriv/__init__.py``;
 ``qpriv/__main__.py`` (``python -m qpriv``) above all. An
@@ -33,7 +34,7 @@ LAYERS = {
     "runs": 3,
     "training": 4,
     "forecasting": 5, "classification": 5,
-    "estimators": 6,
+    "estimators": 6, "federated": 6,
     "audits": 7,
     "report": 8,
     "experiments": 9,

@@ -42,6 +42,9 @@ COMMANDS = (
     Command("frontier", "qpriv.cli.frontier",
             "the privacy-utility frontier at one unit: test MSE against eps per method, with "
             "what each eps covers"),
+    Command("federate", "qpriv.cli.federate",
+            "federated dp-linear over sites that never pool their data (Flower SecAgg+, real "
+            "SuperLink and SuperNode processes on this machine)"),
     Command("account", "qpriv.cli.account",
             "rigorous (eps, delta) of the LDPT feature path beside the paper's, or the p a "
             "target needs"),

@@ -104,6 +104,8 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
             "training split's per-channel std), as qpriv train prints them",
             ["channel", "test MSE", "test MAE"],
             [[name, value, units["mae"].get(name)] for name, value in units["mse"].items()]))
+    if isinstance(raw.get("federated"), Mapping):
+        section.children.append(federated_section(raw["federated"]))
     named = [(key, claim) for key, claim in result.claims.items()]
     named += [(f"rigorous eps_{unit}", claim) for unit, claim in result.rigorous_claims.items()]
     section.children.append(Section("Privacy claims", blocks=claims_blocks(
@@ -125,6 +127,24 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                                                            data_dir=data_dir,
                                                            windows=windows)))
     return section
+
+
+def federated_section(federated: Mapping[str, Any]) -> Section:
+    """The sites of a federated run (``qpriv federate``): what each reported, who saw what."""
+    sites = [site for site in federated.get("sites") or () if isinstance(site, Mapping)]
+    plan = federated.get("plan") or {}
+    return Section("Sites (federated)", blocks=[
+        Text(f"{len(sites)} site(s) reported, of {plan.get('sites')} in the round (SecAgg+ "
+             f"threshold {plan.get('threshold')}, colluding sites tolerated: "
+             f"{plan.get('colluders')}). The server saw {federated.get('server_saw')}; no "
+             "site's data or statistics left it in the clear."),
+        table("Each site's own test and validation errors of the released kernel (z-scored by "
+              "its own training split), as it reported them",
+              ["site", "test MSE", "test MAE", "validation MSE", "training windows",
+               "first timestamp", "last timestamp"],
+              [[site.get("site"), site.get("mse"), site.get("mae"), site.get("val_mse"),
+                site.get("train_windows"), site.get("first"), site.get("last")]
+               for site in sites])])
 
 
 def _mean_of(history: Sequence[Mapping[str, Any]], key: str) -> float | None:

@@ -1,0 +1,162 @@
+"""The Flower apps of federated dp-linear: a ServerApp and a ClientApp (flwr 1.42).
+
+One fit round through Flower's SecAgg+ (``SecAggPlusWorkflow`` at the server,
+``secaggplus_mod`` at every site), then one evaluate round. The fit instructions carry the
+public :class:`~qpriv.federated.protocol.FederatedPlan`; each site answers with
+:func:`~qpriv.federated.protocol.site_update`'s integer vector, which SecAgg+ masks, so the
+server only ever holds the sum. :class:`SumStrategy` decodes that sum and solves
+(:func:`~qpriv.federated.protocol.decode_and_solve`); the evaluate round sends the released
+kernel back and each site reports its own test errors (measurements outside the guarantee,
+as central dp-linear's are) and its file's span for the run's inference record.
+
+SecAgg+ carries integers exactly when its quantiser is the identity: ``quantization_range =
+2 c`` and ``clipping_range = c`` (so ``v -> v + c``), each site's weight equal to
+``max_weight`` (so its factor is 1). Its aggregate is then the survivors' mean, which the
+strategy multiplies back by their number.
+
+A site reads its CSV from its SuperNode's node config (``--node-config 'csv="A.csv"'``); the
+ServerApp writes its outcome (a released-model folder, or one error line) to the run config's
+``staging`` folder, which ``qpriv federate`` moves into place.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flwr.client import ClientApp, NumPyClient
+from flwr.client.mod import secaggplus_mod
+from flwr.common import (
+    Context,
+    EvaluateIns,
+    ndarrays_to_parameters,
+    parameters_to_ndarrays,
+)
+from flwr.server import LegacyContext, ServerApp, ServerConfig
+from flwr.server.strategy import FedAvg
+from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
+
+from qpriv.errors import InvalidInputError
+from qpriv.federated.protocol import FederatedPlan, decode_and_solve, site_update
+from qpriv.federated.results import ERROR_FILE, write_release
+from qpriv.forecasting.csv_input import series_frequency
+from qpriv.forecasting.linear import LinearForecaster, evaluate
+from qpriv.forecasting.linear_select import base_spec
+from qpriv.forecasting.windows import load_forecasting_data
+
+__all__ = ["SiteClient", "SumStrategy", "client_app", "server_app"]
+
+
+class SiteClient(NumPyClient):
+    """One site: its CSV stays here; it sends only its masked noisy statistics."""
+
+    def __init__(self, csv: str, seed: int | None) -> None:
+        self.csv, self.seed = csv, seed
+
+    def _data(self, config: dict[str, Any]) -> Any:
+        return load_forecasting_data(csv=self.csv, seq_len=int(config["seq_len"]),
+                                     horizon=int(config["horizon"]))
+
+    def fit(self, parameters: list[np.ndarray],
+            config: dict[str, Any]) -> tuple[list[np.ndarray], int, dict[str, Any]]:
+        plan = FederatedPlan.from_config(config)
+        vector = site_update(self._data(config), plan, rng=np.random.default_rng(self.seed))
+        return [vector.astype(np.float64)], 1, {}
+
+    def evaluate(self, parameters: list[np.ndarray],
+                 config: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
+        data, plan = self._data(config), FederatedPlan.from_config(config)
+        model = LinearForecaster(kernel=np.asarray(parameters[0], dtype=np.float64),
+                                 spec=base_spec(seq_len=plan.seq_len, period=plan.period),
+                                 name="federated dp-linear")
+        test, val = evaluate(model, data.test), evaluate(model, data.val)
+        count = len(data.test) * data.horizon * data.n_channels
+        return test["mse"], count, {
+            "site": data.dataset, "mse": test["mse"], "mae": test["mae"],
+            "val_mse": val["mse"], "test_windows": len(data.test),
+            "train_windows": int(data.train.n_available), "val_windows": len(data.val),
+            "rows": len(data.dates), "first": data.dates[0].isoformat(),
+            "last": data.dates[-1].isoformat(), "date_column": str(data.dates.name or "date"),
+            "freq": series_frequency(data.dates) or "uneven"}
+
+
+def _client(context: Context) -> Any:
+    seed = context.node_config.get("seed")
+    return SiteClient(str(context.node_config["csv"]),
+                      None if seed in (None, "") else int(seed)).to_client()
+
+
+client_app = ClientApp(client_fn=_client, mods=[secaggplus_mod])
+
+
+class SumStrategy(FedAvg):
+    """FedAvg's sampling with a decoder in place of its average: the SecAgg+ aggregate is the
+    survivors' summed statistics, solved into the kernel; evaluation goes to the survivors."""
+
+    def __init__(self, plan: FederatedPlan) -> None:
+        super().__init__(fraction_fit=1.0, fraction_evaluate=1.0, min_fit_clients=plan.sites,
+                         min_available_clients=plan.sites, min_evaluate_clients=2,
+                         on_fit_config_fn=lambda _: plan.to_config(),
+                         on_evaluate_config_fn=lambda _: plan.to_config(),
+                         initial_parameters=ndarrays_to_parameters([np.zeros(1)]))
+        self.plan = plan
+        self.outcome: dict[str, Any] = {}
+        self.survivors: list[Any] = []
+
+    def aggregate_fit(self, server_round: int, results: list, failures: list) -> tuple:
+        self.survivors = [proxy for proxy, _ in results]
+        mean = parameters_to_ndarrays(results[0][1].parameters)[0] if results else None
+        try:
+            if mean is None:
+                raise InvalidInputError("no site's update arrived")
+            total = np.rint(np.asarray(mean, dtype=np.float64) * len(results))
+            model, claim = decode_and_solve(total, self.plan, survivors=len(results))
+        except InvalidInputError as exc:
+            self.outcome = {"error": str(exc)}
+            return None, {}
+        self.outcome = {"model": model, "claim": claim}
+        return ndarrays_to_parameters([model.kernel]), {}
+
+    def configure_evaluate(self, server_round: int, parameters: Any,
+                           client_manager: Any) -> list:
+        """The released kernel to every survivor of the fit round, and to no one else: a
+        dropped site's node may still be listed, and FedAvg's sampling would wait for it."""
+        if "model" not in self.outcome:
+            return []
+        ins = EvaluateIns(parameters, self.plan.to_config())
+        return [(proxy, ins) for proxy in self.survivors]
+
+    def aggregate_evaluate(self, server_round: int, results: list, failures: list) -> tuple:
+        self.outcome["sites"] = [dict(res.metrics) for _, res in results]
+        return None, {}
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def _main(grid: Any, context: Context) -> None:
+    config = context.run_config
+    staging = Path(str(config["staging"]))
+    plan = FederatedPlan.from_config(json.loads(str(config["plan"])))
+    strategy = SumStrategy(plan)
+    legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=1),
+                           strategy=strategy)
+    half = plan.half_range
+    workflow = DefaultWorkflow(fit_workflow=SecAggPlusWorkflow(
+        num_shares=1.0, reconstruction_threshold=plan.threshold, max_weight=1.0,
+        clipping_range=float(half), quantization_range=2 * half,
+        timeout=float(config["stage_timeout"])))
+    workflow(grid, legacy)
+    outcome = strategy.outcome
+    if "model" not in outcome:
+        survivors = len(strategy.survivors)
+        message = outcome.get("error") or (
+            f"the SecAgg+ round did not complete: fewer than the threshold {plan.threshold} of "
+            f"{plan.sites} sites answered ({survivors} did); nothing is released")
+        (staging / ERROR_FILE).write_text(message + "\n")
+        return
+    write_release(staging, model=outcome["model"], claim=outcome["claim"], plan=plan,
+                  sites=outcome.get("sites", []))

@@ -1,0 +1,381 @@
+"""Federated dp-linear in one round: what each site sends, and how the server solves.
+
+Each site holds its own series. It computes the clipped sufficient statistics (A, B) of
+central dp-linear (:func:`qpriv.forecasting.linear_design.sufficient_statistics`, on the fixed
+design :func:`qpriv.forecasting.linear_select.base_spec`, with the clips and record or window
+sensitivities of :mod:`qpriv.forecasting.linear`), quantises them to integers
+``round(gamma s)`` (A's upper triangle, then B), adds its share ``Sk(mu_i)`` of Skellam noise
+(:mod:`qpriv.privacy.skellam`: the sum of shares is Skellam) and hands the vector to SecAgg+,
+which reveals only the sum. The server decodes ``sum / gamma``, repairs A and solves the ridge
+exactly as central dp-linear does (:func:`decode_and_solve`).
+
+Why Skellam: the sum of the survivors' shares is exactly ``Sk(sum mu_i)``, so the server's view
+is the central Skellam mechanism and its RDP bound applies as is; the distributed discrete
+Gaussian's sum is only close to a discrete Gaussian and pays an extra term.
+
+Who is protected and against whom. Neighbours differ in one record (or one window) of one
+site. The adversary is the server (honest-but-curious, sees only the SecAgg+ sum) together
+with any coalition of at most ``colluders`` other sites, which know their own noise shares and
+can subtract them. With ``sites`` sites and a SecAgg+ threshold ``threshold`` (at most
+``t = sites - threshold`` dropped), each site's share is sized so that ``threshold -
+colluders`` shares alone meet the target: ``mu_i = mu / (threshold - colluders)``. The claim
+is recomputed for the actual survivors s (``s - colluders`` honest shares; more survivors,
+smaller eps). Fewer than ``threshold`` survivors: nothing is released.
+
+Quantisation and wrap-around, derived. (1) Rounding: the decoded sum of s sites is off the real
+sum by at most ``s / (2 gamma)`` per entry, and the rounded statistic's L2 sensitivity is
+``gamma Delta + sqrt(dim)`` (:func:`qpriv.privacy.skellam.quantised_sensitivity`), which the
+accounting uses. (2) Range: Flower's SecAgg+ maps each site's value v to ``v + c`` in
+``[0, 2 c]`` and sums modulo ``M = 2^32``; with ``c = floor((M - 1) / (2 sites))`` (at most
+``2^30``, so ``2 c`` fits an int32) the sum of ``sites`` values lies in ``[0, sites 2 c] <
+M``: wrap-around is impossible. (3) Clamping: SecAgg+ clips v to ``[-c, c]``. Each clipped
+row has ``|phi_i phi_j| <= c_x^2`` and ``|phi_i r_j| <= c_x c_y``, so a site's rounded
+statistic is at most ``gamma n_max max(c_x^2, c_x c_y) + 1/2`` in size for a declared bound
+``n_max`` on a site's rows (windows x channels; a site with more refuses before sending).
+``gamma`` is the largest power of two that leaves room ``h`` for the noise such that
+``dim x sites x P(|Sk(mu_i)| >= h) <= delta / 100`` (Bernstein's bound,
+:func:`qpriv.privacy.skellam.skellam_tail`). That clamping probability is added to delta:
+the Skellam accounting gets ``0.99 delta``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.forecasting.csv_input import series_frequency
+from qpriv.forecasting.linear import (
+    COVERS_LINEAR,
+    LinearForecaster,
+    _record_scaler,
+    _sensitivities,
+    check_dp_linear_eps,
+)
+from qpriv.forecasting.linear_design import (
+    DEFAULTS,
+    kernel_from_weights,
+    linear_maps,
+    sufficient_statistics,
+)
+from qpriv.forecasting.linear_select import base_spec
+from qpriv.forecasting.windows import ForecastData
+from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
+from qpriv.privacy.randomness import randomness_note
+from qpriv.privacy.skellam import (
+    calibrate_skellam,
+    quantised_sensitivity,
+    skellam_epsilon,
+    skellam_noise,
+    skellam_tail,
+)
+from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
+
+__all__ = ["MODULUS", "FederatedPlan", "decode_and_solve", "plan_federation", "site_update"]
+
+MODULUS = 2 ** 32
+"""Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
+CLAMP_SHARE = 0.01
+"""The share of delta spent on the chance that a site's noise share is clamped by SecAgg+."""
+
+
+@dataclass(frozen=True)
+class FederatedPlan:
+    """Everything the server fixes before the round, sent to every site in the clear (public:
+    none of it reads data). Its JSON form is flat, for Flower's config records."""
+
+    seq_len: int
+    horizon: int
+    period: int
+    unit: str
+    eps: float
+    delta: float
+    sites: int
+    threshold: int
+    colluders: int
+    channels: str  # comma-separated, in order
+    freq: str
+    scaler: str  # "private": each site's private scaler; "data": declared public
+    clip: float
+    feature_clip: float
+    target_clip: float
+    share_a: float
+    ridge_scale: float
+    scaler_share: float
+    max_rows: int
+    half_range: int
+    scale: float
+    mu_a_site: float
+    mu_b_site: float
+    l2_a: float
+    l2_b: float
+    noise: bool
+
+    def to_config(self) -> dict[str, Any]:
+        """Flat JSON-able form (ints, floats, strings, bools)."""
+        return asdict(self)
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> FederatedPlan:
+        """Read :meth:`to_config`'s form back (extra keys ignored)."""
+        try:
+            return cls(**{f.name: config[f.name] for f in fields(cls)})
+        except KeyError as exc:
+            raise InvalidInputError(f"the federated plan lacks {exc}: server and sites run "
+                                    "different qpriv versions") from exc
+
+    @property
+    def eps_scaler(self) -> float:
+        return self.scaler_share * self.eps if self.uses_private_scaler else 0.0
+
+    @property
+    def uses_private_scaler(self) -> bool:
+        return self.unit == "record" and self.scaler == "private"
+
+    def maps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(M, P_pub, V) of the fixed design for (L, H, period)."""
+        spec = base_spec(seq_len=self.seq_len, period=self.period)
+        return linear_maps(spec, seq_len=self.seq_len, horizon=self.horizon)
+
+    def row_bound(self) -> float:
+        """The largest entry of one clipped row's contribution to A or B."""
+        c_y = self.target_clip * math.sqrt(self.maps()[2].shape[1])
+        return max(self.feature_clip ** 2, self.feature_clip * c_y)
+
+
+def _dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
+    d, k = maps[0].shape[0], maps[2].shape[1]
+    return d * (d + 1) // 2, d * k
+
+
+def plan_federation(*, seq_len: int, horizon: int, period: int, unit: str, eps: float,
+                    delta: float, sites: int, threshold: int, colluders: int = 0,
+                    channels: tuple[str, ...], freq: str, max_rows: int,
+                    scaler: str = "private", noise: bool = True, clip: float | None = None,
+                    feature_clip: float | None = None,
+                    target_clip: float | None = None) -> FederatedPlan:
+    """The round's public plan: clips, the quantisation scale and each site's Skellam share,
+    calibrated so that ``threshold - colluders`` honest shares are (eps, delta)-DP at ``unit``
+    (module docstring).
+
+    Raises:
+        InvalidInputError: fewer than 2 sites, a threshold outside [2, sites], colluders not
+            below the threshold, a bad eps, delta or unit.
+    """
+    eps = check_dp_linear_eps(eps)
+    delta = require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
+                             hint="delta is a probability in (0, 1), typically 1e-6")
+    if sites < 2:
+        raise InvalidInputError(f"{sites} site(s): a federation needs at least 2; pass --site "
+                                "once per site")
+    if not 2 <= threshold <= sites:
+        raise InvalidInputError(f"threshold = {threshold} must lie in [2, {sites}] (the sites "
+                                "that must survive the round)")
+    if not 0 <= colluders < threshold:
+        raise InvalidInputError(f"colluders = {colluders} must lie in [0, {threshold - 1}]")
+    if unit not in DEFAULTS:
+        raise InvalidInputError(f"unit = {unit!r} is not a privacy unit; use 'record' or "
+                                "'window'")
+    if scaler not in ("private", "data"):
+        raise InvalidInputError(f"scaler = {scaler!r}: use 'private' or 'data'")
+    defaults = DEFAULTS[unit]
+    half_range = min((MODULUS - 1) // (2 * sites), 2 ** 30)
+    plan = FederatedPlan(
+        seq_len=seq_len, horizon=horizon, period=period, unit=unit, eps=eps, delta=delta,
+        sites=sites, threshold=threshold, colluders=colluders, channels=",".join(channels),
+        freq=freq, scaler=scaler,
+        clip=float(defaults.get("clip", 0.0) if clip is None else clip),
+        feature_clip=float(defaults["feature_clip"] if feature_clip is None else feature_clip),
+        target_clip=float(defaults["target_clip"] if target_clip is None else target_clip),
+        share_a=float(defaults["share_a"]), ridge_scale=float(defaults["ridge_scale"]),
+        scaler_share=float(defaults.get("scaler_share", 0.0)), max_rows=int(max_rows),
+        half_range=half_range, scale=1.0, mu_a_site=0.0, mu_b_site=0.0, l2_a=0.0, l2_b=0.0,
+        noise=noise)
+    return _calibrated(plan)
+
+
+def _calibrated(plan: FederatedPlan) -> FederatedPlan:
+    """``plan`` with its scale and Skellam shares: the largest power-of-two scale whose
+    statistics and noise fit SecAgg+'s range except with probability delta / 100."""
+    maps = plan.maps()
+    d_a, d_b, _ = _sensitivities(Unit(plan.unit), maps, n_channels=len(plan.channels.split(",")),
+                                 clip=plan.clip if plan.unit == "record" else None,
+                                 feature_clip=plan.feature_clip, target_clip=plan.target_clip)
+    dim_a, dim_b = _dims(maps)
+    signal = plan.max_rows * plan.row_bound()
+    honest = plan.threshold - plan.colluders
+    eps_noise = plan.eps - plan.eps_scaler
+    scale = 2.0 ** math.floor(math.log2(plan.half_range / signal))
+    for _ in range(64):
+        sens_a = quantised_sensitivity(scale=scale, sensitivity=d_a, dim=dim_a)
+        sens_b = quantised_sensitivity(scale=scale, sensitivity=d_b, dim=dim_b)
+        mu_a, mu_b = calibrate_skellam(eps=eps_noise, delta=(1 - CLAMP_SHARE) * plan.delta,
+                                       sensitivities=(sens_a, sens_b),
+                                       shares=(plan.share_a, 1 - plan.share_a))
+        room = plan.half_range - scale * signal - 0.5
+        clamp = plan.sites * (dim_a * skellam_tail(mu=mu_a / honest, bound=room)
+                              + dim_b * skellam_tail(mu=mu_b / honest, bound=room))
+        if room > 0 and clamp <= CLAMP_SHARE * plan.delta:
+            return _replace(plan, scale=scale, mu_a_site=mu_a / honest,
+                            mu_b_site=mu_b / honest, l2_a=sens_a[0], l2_b=sens_b[0])
+        scale /= 2
+    raise InvalidInputError(f"no quantisation scale fits {plan.max_rows} rows per site in "
+                            "SecAgg+'s 32-bit range; split the sites' data further")
+
+
+def _replace(plan: FederatedPlan, **changes: Any) -> FederatedPlan:
+    return FederatedPlan(**{**asdict(plan), **changes})
+
+
+def site_update(data: ForecastData, plan: FederatedPlan, *,
+                rng: np.random.Generator) -> np.ndarray:
+    """One site's integer vector: its clipped (A, B) on its training split, scaled by
+    ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
+    site's own :func:`~qpriv.forecasting.windows.load_forecasting_data`.
+
+    Raises:
+        InvalidInputError: the site's channels or frequency differ from the plan's, or it has
+            more rows than the plan's bound; refused before anything is computed or sent.
+    """
+    check_site(data, plan)
+    maps = plan.maps()
+    if plan.unit == "window":
+        series, clip = data.train_raw, None
+    else:
+        scaler = "private" if plan.uses_private_scaler else "data"
+        used, _, _ = _record_scaler(scaler, data=data, raw=data.train_raw, eps=plan.eps,
+                                    share=plan.scaler_share, rng=rng)
+        series, clip = used.transform(data.train_raw), plan.clip
+    c_y = plan.target_clip * math.sqrt(maps[2].shape[1])
+    a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
+                                 clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
+                                 rescale=plan.unit == "window")
+    upper = a[np.triu_indices(a.shape[0])]
+    q_a = np.rint(plan.scale * upper).astype(np.int64)
+    q_b = np.rint(plan.scale * b.ravel()).astype(np.int64)
+    if plan.noise:
+        q_a = q_a + skellam_noise(plan.mu_a_site, q_a.shape, rng=rng)
+        q_b = q_b + skellam_noise(plan.mu_b_site, q_b.shape, rng=rng)
+    return np.concatenate([q_a, q_b])
+
+
+def check_site(data: ForecastData, plan: FederatedPlan) -> None:
+    """Refuse a site whose columns, frequency or size do not fit the plan (one line each)."""
+    channels = tuple(plan.channels.split(","))
+    if tuple(data.channels) != channels:
+        raise InvalidInputError(
+            f"site {data.dataset!r} has columns {', '.join(data.channels)}, not the "
+            f"federation's {', '.join(channels)}: give every site the same columns in the same "
+            "order")
+    freq = _frequency(data)
+    if freq != plan.freq:
+        raise InvalidInputError(f"site {data.dataset!r} is sampled at frequency {freq!r}, not "
+                                f"the federation's {plan.freq!r}: resample it first")
+    rows = training_rows(data)
+    if rows > plan.max_rows:
+        raise InvalidInputError(f"site {data.dataset!r} has {rows} training rows (windows x "
+                                f"channels), above the plan's bound {plan.max_rows}: raise it")
+
+
+def training_rows(data: ForecastData) -> int:
+    """Rows of a site's statistics: every sliding training window times every channel."""
+    return int(data.train.n_available) * data.n_channels
+
+
+def _frequency(data: ForecastData) -> str:
+    """The site's pandas frequency as its run record states it ("uneven" for none)."""
+    freq = None if data.dates is None else series_frequency(data.dates)
+    return "uneven" if freq is None else freq
+
+
+def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
+                     survivors: int) -> tuple[LinearForecaster, PrivacyClaim]:
+    """The model and claim from SecAgg+'s sum of ``survivors`` sites' vectors (integers).
+
+    Raises:
+        InvalidInputError: fewer survivors than the threshold, or a vector of the wrong size
+            or out of range (a malformed update).
+    """
+    if survivors < plan.threshold:
+        raise InvalidInputError(
+            f"only {survivors} of {plan.sites} sites survived the round, below the threshold "
+            f"{plan.threshold}: nothing is released; rerun when the sites are reachable")
+    features, public, outputs = maps = plan.maps()
+    dim_a, dim_b = _dims(maps)
+    total = np.asarray(total)
+    if total.shape != (dim_a + dim_b,) or not np.isfinite(total).all() or \
+            np.abs(total).max(initial=0) > survivors * plan.half_range:
+        raise InvalidInputError(f"the aggregated update has shape {total.shape} or values out "
+                                f"of range; expected {dim_a + dim_b} integers")
+    d = features.shape[0]
+    a = np.zeros((d, d))
+    a[np.triu_indices(d)] = total[:dim_a] / plan.scale
+    a = a + np.triu(a, 1).T
+    b = (total[dim_a:] / plan.scale).reshape(d, outputs.shape[1])
+    honest = survivors - plan.colluders
+    sigma_a = math.sqrt(2 * honest * plan.mu_a_site) / plan.scale
+    ridge = noise_scaled_ridge(sigma_a, d, scale=plan.ridge_scale)
+    weights = ridge_solve(psd_floor(a), b, ridge=ridge)
+    kernel = kernel_from_weights(features=features, public=public, targets=outputs,
+                                 weights=weights)
+    claim = federated_claim(plan, survivors=survivors, ridge=ridge)
+    model = LinearForecaster(kernel=kernel, spec=base_spec(seq_len=plan.seq_len,
+                                                           period=plan.period),
+                             name=f"federated dp-linear ({plan.unit}, eps={claim.value:.4g})",
+                             details=dict(claim.details))
+    return model, claim
+
+
+def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> PrivacyClaim:
+    """The (eps, delta) claim of a round with ``survivors`` sites (module docstring)."""
+    honest = survivors - plan.colluders
+    dim_a, dim_b = _dims(plan.maps())
+    mu_a, mu_b = honest * plan.mu_a_site, honest * plan.mu_b_site
+    eps_skellam = skellam_epsilon([(plan.l2_a, plan.l2_a ** 2, mu_a),
+                                   (plan.l2_b, plan.l2_b ** 2, mu_b)],
+                                  delta=(1 - CLAMP_SHARE) * plan.delta)
+    eps = plan.eps_scaler + eps_skellam
+    details = {
+        "mechanism": "federated sufficient-statistics perturbation: integer statistics with "
+                     "Skellam noise shares summed by Flower SecAgg+ (Agarwal, Kairouz & Liu "
+                     "2021), AdaSSP-style ridge",
+        "sites": plan.sites, "survivors": survivors, "threshold": plan.threshold,
+        "dropouts_tolerated": plan.sites - plan.threshold, "colluders": plan.colluders,
+        "eps_target": plan.eps, "eps_scaler": plan.eps_scaler, "eps_skellam": eps_skellam,
+        "scale": plan.scale, "half_range": plan.half_range, "max_rows": plan.max_rows,
+        "mu_a_site": plan.mu_a_site, "mu_b_site": plan.mu_b_site, "mu_a": mu_a, "mu_b": mu_b,
+        "l2_a": plan.l2_a, "l2_b": plan.l2_b, "dims": [dim_a, dim_b],
+        "quantisation_error_per_entry": survivors / (2 * plan.scale),
+        "clamp_delta": CLAMP_SHARE * plan.delta, "ridge": ridge,
+        "clip": plan.clip, "feature_clip": plan.feature_clip,
+        "target_clip_per_block": plan.target_clip, "period": plan.period,
+        "noise": plan.noise,
+    }
+    notes = (
+        f"who sees what: the server sees only the SecAgg+ sum of the {survivors} surviving "
+        f"sites' noisy integer statistics (threshold {plan.threshold} of {plan.sites}); each "
+        "site sees its own data and the public plan; the guarantee holds against the server "
+        f"together with any {plan.colluders} colluding other site(s), which know their own "
+        f"noise shares: {honest} honest shares remain",
+        f"noise sized for the survivors: each share is Sk(mu / {plan.threshold - plan.colluders}"
+        f"), so the round tolerates {plan.sites - plan.threshold} dropped site(s); this claim "
+        f"is computed for the {survivors} that survived",
+        "the server is honest-but-curious and SecAgg+ (Bell et al. 2020) is secure at its "
+        "threshold; a server that forges dropouts to unmask a site is outside the claim",
+        "the design is fixed (base design for L and the period, default clips and ridge "
+        "scale), chosen without the sites' data",
+        "each site's private scaler (record unit) composes in parallel across sites: its "
+        "records are its own" if plan.uses_private_scaler else
+        "record unit with scaler 'data': each site's scaler is fitted in the clear and NOT "
+        "covered" if plan.unit == "record" else "window unit: each row is normalised by its "
+        "own look-back; no scaler",
+        "a site refuses (before sending) when its columns, frequency or row count do not fit "
+        "the plan: that refusal reads its data and is not covered",
+        randomness_note(secret=True),
+    )
+    return PrivacyClaim(value=eps, delta=plan.delta, kind=Kind.GLOBAL_DP,
+                        accounting=Accounting.RIGOROUS, unit=Unit(plan.unit),
+                        covers=COVERS_LINEAR, notes=notes, details=details)

@@ -1,0 +1,86 @@
+"""The run folder of a federated fit: a released linear model, as ``qpriv train`` writes one.
+
+The server holds no data, so the folder is the released form of a linear run (its
+``result.json`` and ``linear.npz``, no ``config.json``): :func:`qpriv.load_run`, ``qpriv
+forecast`` (given data) and ``qpriv report`` (given test data) read it as they read a linear
+run shared without its configuration. The result says who the sites were, what each reported
+and what the server saw (``federated``).
+"""
+
+from __future__ import annotations
+
+import io
+import platform
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qpriv.federated.protocol import FederatedPlan
+from qpriv.forecasting.inference import LINEAR_SCALER_NOTE
+from qpriv.forecasting.linear import LinearForecaster
+from qpriv.forecasting.linear_run import EVALUATION_NOTE
+from qpriv.forecasting.methods import LINEAR
+from qpriv.forecasting.methods import method as method_entry
+from qpriv.forecasting.metrics import METRIC_UNITS
+from qpriv.privacy.claims import PrivacyClaim
+from qpriv.runs.files import atomic_write_bytes, atomic_write_json
+from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
+
+__all__ = ["ERROR_FILE", "SITES_NOTE", "write_release"]
+
+ERROR_FILE = "error.txt"
+"""What the ServerApp writes to its staging folder instead of a model: one line."""
+SITES_NOTE = ("each site evaluated the released kernel on its own test and validation splits "
+              "(z-scored by its own training split's scaler, in the clear) and reported the "
+              "errors and its file's span (first and last timestamp, rows): measurements "
+              "outside the guarantee")
+"""Named in a federated run's claim: what the evaluation round releases."""
+
+
+def write_release(folder: str | Path, *, model: LinearForecaster, claim: PrivacyClaim,
+                  plan: FederatedPlan, sites: list[dict[str, Any]]) -> dict:
+    """Write ``linear.npz`` and ``result.json`` of a federated dp-linear fit into ``folder``
+    (atomically each) and return the result. ``sites`` holds each site's evaluation report
+    (:class:`qpriv.federated.app.SiteClient.evaluate`)."""
+    folder = Path(folder)
+    claim_entry = {**claim.to_json(), "notes": [*claim.notes, EVALUATION_NOTE, SITES_NOTE]}
+    counts = [s["test_windows"] for s in sites]
+    weight = sum(counts) or 1
+    pooled = {key: sum(s[key] * n for s, n in zip(sites, counts, strict=True)) / weight
+              for key in ("mse", "mae", "val_mse")} if sites else \
+        {"mse": float("nan"), "mae": float("nan"), "val_mse": float("nan")}
+    channels = plan.channels.split(",")
+    first = min((s["first"] for s in sites), default="")
+    result = {
+        "method": "dp-linear", "dataset": "federated", "horizon": plan.horizon,
+        "seq_len": plan.seq_len, "seed": None, "mse": pooled["mse"], "mae": pooled["mae"],
+        "metric_units": METRIC_UNITS, "original_units": None, "val_loss": pooled["val_mse"],
+        "best_epoch": None, "epochs": None, "diverged_epoch": None, "seconds": None,
+        "windows": {"train": sum(s["train_windows"] for s in sites),
+                    "train_read": sum(s["train_windows"] for s in sites),
+                    "val": sum(s["val_windows"] for s in sites), "test": sum(counts),
+                    "channels": len(channels)},
+        "params": {"total": int(model.kernel.size)},
+        "inference": {"channels": channels,
+                      "date_column": sites[0]["date_column"] if sites else "date",
+                      "freq": plan.freq, "first_timestamp": first,
+                      "last_timestamp": max((s["last"] for s in sites), default=""),
+                      "rows": sum(s["rows"] for s in sites), "source_sha256": None,
+                      "scaler": None, "scaler_note": LINEAR_SCALER_NOTE},
+        "privacy": method_entry("dp-linear").privacy, "eps_per_pass": None,
+        "eps": claim_entry, "claims": [claim_entry], "unit": plan.unit,
+        "model": {"family": LINEAR, "name": model.name, "spec": asdict(model.spec)},
+        "fit": model.details,
+        "federated": {"plan": plan.to_config(), "sites": sites,
+                      "server_saw": "the SecAgg+ sum of the survivors' noisy integer "
+                                    "statistics, then each site's evaluation report"},
+        "privacy_notes": claim_entry["notes"],
+        "environment": {"python": platform.python_version(), "numpy": np.__version__},
+    }
+    buffer = io.BytesIO()
+    np.savez(buffer, kernel=model.kernel)
+    atomic_write_bytes(folder / LINEAR_MODEL_FILE, buffer.getvalue())
+    atomic_write_json(folder / RESULT_FILE, result)
+    return result

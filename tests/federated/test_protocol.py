@@ -1,0 +1,110 @@
+"""One round of federated dp-linear in this process: the statistics, the decoding, refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qpriv.errors import InvalidInputError
+from qpriv.federated.protocol import (
+    decode_and_solve,
+    plan_federation,
+    site_update,
+    training_rows,
+)
+from qpriv.forecasting.linear_design import kernel_from_weights, sufficient_statistics
+from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.privacy.ssp import ridge_solve
+
+from .conftest import HORIZON, SEQ_LEN, write_site
+
+WIDE = {"clip": 10.0, "feature_clip": 50.0, "target_clip": 50.0}
+"""Clips the sites' values never reach: the clipped statistics are the ridge's."""
+
+
+def load(paths):
+    return [load_forecasting_data(csv=p, seq_len=SEQ_LEN, horizon=HORIZON) for p in paths]
+
+
+def noiseless_plan(datas, **changes):
+    settings = {"seq_len": SEQ_LEN, "horizon": HORIZON, "period": 24, "unit": "record",
+                "eps": 1.0, "delta": 1e-6, "sites": len(datas), "threshold": len(datas),
+                "channels": datas[0].channels, "freq": "h",
+                "max_rows": max(training_rows(d) for d in datas), "scaler": "data",
+                "noise": False, **WIDE, **changes}
+    return plan_federation(**settings)
+
+
+def central_ridge(datas, plan, ridge):
+    """The twin: the exact ridge on the union of the sites' training windows (each z-scored
+    by its own training split), on the same features, without clipping."""
+    features, public, outputs = plan.maps()
+    a = b = 0
+    for data in datas:
+        sa, sb = sufficient_statistics(data.train.series.double().numpy(), features=features,
+                                       public=public, outputs=outputs)
+        a, b = a + sa, b + sb
+    return a, b, ridge_solve(a, b, ridge=ridge)
+
+
+def test_noiseless_round_is_central_ridge_to_the_quantisation_error(sites):
+    datas = load(sites)
+    plan = noiseless_plan(datas)
+    vectors = [site_update(d, plan, rng=np.random.default_rng(0)) for d in datas]
+    total = np.sum(vectors, axis=0)
+    model, claim = decode_and_solve(total, plan, survivors=3)
+    a, b, weights = central_ridge(datas, plan, claim.details["ridge"])
+    d = a.shape[0]
+    decoded_a = total[: d * (d + 1) // 2] / plan.scale
+    bound = 3 / (2 * plan.scale)  # the docstring's s / (2 gamma) per entry
+    assert np.abs(decoded_a - a[np.triu_indices(d)]).max() <= bound
+    assert np.abs(total[d * (d + 1) // 2:] / plan.scale - b.ravel()).max() <= bound
+    features, public, outputs = plan.maps()
+    twin = kernel_from_weights(features=features, public=public, targets=outputs,
+                               weights=weights)
+    assert np.abs(model.kernel - twin).max() < 1e-4
+
+
+def test_claim_meets_the_target_at_the_threshold_and_improves_with_more_survivors(sites):
+    datas = load(sites)
+    plan = noiseless_plan(datas, threshold=2, noise=True, scaler="private")
+    vectors = [site_update(d, plan, rng=np.random.default_rng(i)) for i, d in enumerate(datas)]
+    _, at_two = decode_and_solve(np.sum(vectors[:2], axis=0), plan, survivors=2)
+    _, at_three = decode_and_solve(np.sum(vectors, axis=0), plan, survivors=3)
+    assert at_two.value == pytest.approx(1.0, abs=0.01) and at_two.value <= 1.0
+    assert at_three.value < at_two.value
+    assert at_three.details["dropouts_tolerated"] == 1
+    assert at_three.details["threshold"] == 2
+    with pytest.raises(InvalidInputError, match="below the threshold"):
+        decode_and_solve(vectors[0], plan, survivors=1)
+
+
+def test_wraparound_is_impossible_and_clamping_is_accounted(sites):
+    datas = load(sites)
+    plan = noiseless_plan(datas, noise=True, scaler="private")
+    assert plan.sites * 2 * plan.half_range < 2 ** 32
+    worst = plan.scale * plan.max_rows * plan.row_bound()
+    assert worst < plan.half_range
+    vectors = [site_update(d, plan, rng=np.random.default_rng(i)) for i, d in enumerate(datas)]
+    assert max(np.abs(v).max() for v in vectors) < plan.half_range
+
+
+def test_a_site_with_other_columns_or_frequency_is_refused_before_computing(tmp_path, sites):
+    datas = load(sites)
+    plan = noiseless_plan(datas)
+    other = load([write_site(tmp_path / "cols.csv", seed=5, columns=("load", "wind"))])[0]
+    with pytest.raises(InvalidInputError, match="columns load, wind"):
+        site_update(other, plan, rng=np.random.default_rng(0))
+    daily = load([write_site(tmp_path / "daily.csv", seed=5, freq="D")])[0]
+    with pytest.raises(InvalidInputError, match="frequency 'D'"):
+        site_update(daily, plan, rng=np.random.default_rng(0))
+
+
+def test_a_malformed_aggregate_is_rejected(sites):
+    datas = load(sites)
+    plan = noiseless_plan(datas)
+    good = site_update(datas[0], plan, rng=np.random.default_rng(0))
+    with pytest.raises(InvalidInputError, match="shape"):
+        decode_and_solve(good[:-1], plan, survivors=3)
+    with pytest.raises(InvalidInputError, match="out of range"):
+        decode_and_solve(good + 10 * plan.half_range, plan, survivors=3)

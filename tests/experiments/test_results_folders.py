@@ -1,5 +1,6 @@
 """What is committed under ``results/`` is what ``scripts/publish_results.py`` writes for a
-finished full-budget grid, and the documentation's results page names every folder."""
+finished full-budget grid, or a table a script of its own regenerates (:data:`TABLES`), and the
+documentation's results page names every folder."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from qpriv.experiments.publish import MARK
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = sorted(p for p in (ROOT / "results").iterdir() if p.is_dir())
+TABLES = {"audits": ("scripts/audit_table.py", ("table.md", "audits.csv"))}
+"""The folders that are not a grid: each one's script and the files it writes."""
+GRIDS = [p for p in FOLDERS if p.name not in TABLES]
 
 
 def _files(readme: str) -> list[str]:
@@ -20,7 +24,7 @@ def _files(readme: str) -> list[str]:
     return re.findall(r"`([^`]+)`", line)
 
 
-@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+@pytest.mark.parametrize("folder", GRIDS, ids=[p.name for p in GRIDS])
 def test_each_folder_is_a_published_full_budget_grid(folder):
     readme = (folder / "README.md").read_text()
     assert readme.startswith(MARK)
@@ -32,6 +36,15 @@ def test_each_folder_is_a_published_full_budget_grid(folder):
     cells = re.search(r"of each of the (\d+) cells", readme)
     if cells:
         assert len(list((folder / "cells").iterdir())) == int(cells.group(1))
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_each_table_folder_holds_what_its_script_writes_and_names_it(name):
+    script, files = TABLES[name]
+    folder = ROOT / "results" / name
+    assert (ROOT / script).is_file()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(files)
+    assert f"python {script} --dest results/{name}" in (folder / files[0]).read_text()
 
 
 def _named(section: str) -> set[str]:

@@ -14,6 +14,7 @@ from qpriv.federated.protocol import (
 )
 from qpriv.forecasting.linear_design import kernel_from_weights, sufficient_statistics
 from qpriv.forecasting.windows import load_forecasting_data
+from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
 from qpriv.privacy.ssp import ridge_solve
 
 from .conftest import HORIZON, SEQ_LEN, write_site
@@ -75,6 +76,7 @@ def test_claim_meets_the_target_at_the_threshold_and_improves_with_more_survivor
     assert at_three.value < at_two.value
     assert at_three.details["dropouts_tolerated"] == 1
     assert at_three.details["threshold"] == 2
+    assert at_three.details["noise_sampler"] == CHACHA and CHACHA_NOTE in at_three.notes
     with pytest.raises(InvalidInputError, match="below the threshold"):
         decode_and_solve(vectors[0], plan, survivors=1)
 

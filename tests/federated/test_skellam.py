@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from qpriv.privacy.samplers import cryptographic_generator
 from qpriv.privacy.skellam import (
     calibrate_skellam,
     quantised_sensitivity,
@@ -39,10 +40,14 @@ def test_rdp_bound_holds_against_the_exact_divergence(mu, shift, order):
     assert bound <= order * shift ** 2 / (4 * mu) + 3 * shift / (4 * mu) + 1e-12
 
 
-def test_summed_shares_are_skellam_by_a_goodness_of_fit_test():
-    rng = np.random.default_rng(0)
+@pytest.mark.parametrize("source", ["seeded", "cryptographic"])
+def test_summed_shares_are_skellam_by_a_goodness_of_fit_test(source):
+    """The shares a release draws (each site its own ChaCha20 key) and the tests' seeded ones
+    sum to Sk(mu); the release's fail with probability 1e-3, at a fresh key each run."""
     mu, parties, draws = 30.0, 3, 200_000
-    total = sum(skellam_noise(mu / parties, (draws,), rng=rng) for _ in range(parties))
+    generators = ([np.random.default_rng(i) for i in range(parties)] if source == "seeded"
+                  else [cryptographic_generator() for _ in range(parties)])
+    total = sum(skellam_noise(mu / parties, (draws,), rng=rng) for rng in generators)
     values, counts = np.unique(total, return_counts=True)
     expected = stats.skellam.pmf(values, mu, mu) * draws
     keep = expected >= 5  # chi-square needs 5 or more expected per cell; pool the tails
@@ -81,3 +86,8 @@ def test_tail_bound_holds_empirically():
     draws = skellam_noise(20.0, (100_000,), rng=rng)
     for bound in (10, 20, 30):
         assert (np.abs(draws) >= bound).mean() <= skellam_tail(mu=20.0, bound=bound)
+
+
+def test_two_cryptographic_generators_never_replay_each_other():
+    first, second = cryptographic_generator(), cryptographic_generator()
+    assert not np.array_equal(first.integers(0, 2**62, 64), second.integers(0, 2**62, 64))

@@ -65,6 +65,7 @@ from qpriv.forecasting.linear_select import base_spec
 from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.randomness import randomness_note
+from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
 from qpriv.privacy.skellam import (
     calibrate_skellam,
     quantised_sensitivity,
@@ -352,7 +353,7 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
         "clamp_delta": CLAMP_SHARE * plan.delta, "ridge": ridge,
         "clip": plan.clip, "feature_clip": plan.feature_clip,
         "target_clip_per_block": plan.target_clip, "period": plan.period,
-        "noise": plan.noise,
+        "noise": plan.noise, "noise_sampler": CHACHA,
     }
     notes = (
         f"who sees what: the server sees only the SecAgg+ sum of the {survivors} surviving "
@@ -375,6 +376,7 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
         "a site refuses (before sending) when its columns, frequency or row count do not fit "
         "the plan: that refusal reads its data and is not covered",
         randomness_note(secret=True),
+        CHACHA_NOTE,
     )
     return PrivacyClaim(value=eps, delta=plan.delta, kind=Kind.GLOBAL_DP,
                         accounting=Accounting.RIGOROUS, unit=Unit(plan.unit),

@@ -68,6 +68,8 @@ from randomgen import ChaCha
 from qpriv.errors import InvalidInputError, require_in_range, require_seed
 
 __all__ = [
+    "CHACHA",
+    "CHACHA_NOTE",
     "SECURE_MODE",
     "SECURE_MODE_NOTE",
     "SEEDED",
@@ -81,6 +83,7 @@ __all__ = [
     "SeededSampler",
     "VettedSampler",
     "as_sampler",
+    "cryptographic_generator",
     "noise_sampler",
     "sampler_note",
 ]
@@ -117,6 +120,15 @@ SECURE_MODE_NOTE = (
     "not an exact sampler (OpenDP's would cost about 20x an epoch); the Poisson batches still "
     "come from torch's generator seeded by the secret seed")
 """The note of a DP-SGD claim whose noise came from :class:`SecureModeGaussian`."""
+CHACHA = "numpy-chacha20"
+"""The name of NumPy's samplers on :func:`cryptographic_generator`'s bits in a claim's
+details (``noise_sampler``): the federated sites' Skellam shares."""
+CHACHA_NOTE = (
+    "noise sampler: NumPy's samplers on randomgen's ChaCha20 generator keyed by 256 bits of the "
+    "operating system's entropy, a fresh key at every site: cryptographic bits, integer "
+    "(Poisson) draws with no floating-point low bits in the output; NumPy's Poisson algorithm "
+    "is not an exact sampler")
+"""The note of a claim whose noise came from NumPy's samplers on ChaCha20 bits."""
 
 #: Relative margin on the noisy max's scale, as on the Gaussian's (``ssp.Z_MARGIN``): OpenDP
 #: rounds its privacy map up, so the exact scale 2 Delta / eps could map just above eps.
@@ -240,8 +252,7 @@ class SecureModeGaussian:
     name = SECURE_MODE
 
     def __init__(self) -> None:
-        self.generator = np.random.Generator(ChaCha(key=secrets.randbits(256), counter=0,
-                                                    rounds=20))
+        self.generator = cryptographic_generator()
 
     def standard_normal(self, shape: tuple[int, ...]) -> np.ndarray:
         """Float64 N(0, 1) draws of ``shape``, each the halved sum of four."""
@@ -262,6 +273,13 @@ class SecureModeGaussian:
                  if isinstance(current["state"][key], np.ndarray) else value
                  for key, value in state["state"].items()}
         self.generator.bit_generator.state = {**state, "state": inner}
+
+
+def cryptographic_generator() -> np.random.Generator:
+    """NumPy's :class:`~numpy.random.Generator` on randomgen's ChaCha20 (20 rounds), keyed by
+    256 bits of the operating system's entropy: bits no one can predict from earlier outputs,
+    for noise no seed may replay (NumPy's PCG64 can be)."""
+    return np.random.Generator(ChaCha(key=secrets.randbits(256), counter=0, rounds=20))
 
 
 def _square(values: np.ndarray) -> np.ndarray:
@@ -291,7 +309,8 @@ def as_sampler(randomness: np.random.Generator | NoiseSampler) -> NoiseSampler:
 def sampler_note(name: str) -> str:
     """The claim note that says which sampler drew a release's noise."""
     notes = {SEEDED: SEEDED_SAMPLER_NOTE, VETTED: VETTED_SAMPLER_NOTE,
-             TORCH_SEEDED: TORCH_SEEDED_NOTE, SECURE_MODE: SECURE_MODE_NOTE}
+             TORCH_SEEDED: TORCH_SEEDED_NOTE, SECURE_MODE: SECURE_MODE_NOTE,
+             CHACHA: CHACHA_NOTE}
     if name not in notes:
         raise InvalidInputError(f"noise sampler {name!r} is not one of {sorted(notes)}")
     return notes[name]

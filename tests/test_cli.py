@@ -210,8 +210,8 @@ def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, needle):
         # the top parser's own errors were prefixed twice ("qpriv: error: qpriv: ...") and a
         # missing command was "required: command" (issue 42, D10): list the commands
         ([], "qpriv needs a command, one of: calibrate, audit, attack, train, forecast, "
-             "methods, quickstart, train-classifier, reproduce, frontier, account, report "
-             "(see 'qpriv --help')"),
+             "methods, quickstart, train-classifier, reproduce, frontier, federate, account, "
+             "report (see 'qpriv --help')"),
         (["audit"], "qpriv audit needs a command, one of: channel, run, sidechannel, privacy (see "
                     "'qpriv audit --help')"),
         (["methods", "--bogus"], "unrecognized arguments: --bogus (see 'qpriv --help')"),

@@ -42,8 +42,9 @@ class MethodSetup:
     (None without one); ``noise`` the scales it injects (e.g. ``{"p": ..., "sigma": ...}``);
     ``calibration`` Algorithm 1's output. ``training`` replaces fields of the
     :class:`~qpriv.training.trainer.TrainConfig` (e.g. the tuned DP-SGD's batch and epochs);
-    ``dpsgd`` asks for the DP-SGD step (``{"eps", "delta", "clip"}``), whose noise multiplier
-    needs the training-set size and so is computed when the data is loaded. ``notes`` say what
+    ``dpsgd`` asks for the DP-SGD step (``{"eps", "delta", "clip"}``, and ``"unit": "record"``
+    with its ``"scaler"`` at the record unit), whose noise multiplier needs the training-set
+    size and so is computed when the data is loaded. ``notes`` say what
     the method does not claim, e.g. where the paper claims more than the code enforces.
     ``rigorous`` holds the inverse calibration when the noise was set for a rigorous budget
     (:func:`qpriv.forecasting.rigorous.rigorous_setup`).
@@ -55,7 +56,7 @@ class MethodSetup:
     noise: Mapping[str, float] = field(default_factory=dict)
     calibration: Calibration | None = None
     training: Mapping[str, Any] = field(default_factory=dict)
-    dpsgd: Mapping[str, float] | None = None
+    dpsgd: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = ()
     rigorous: Mapping[str, Any] | None = None
 
@@ -398,7 +399,7 @@ def _ldpt_signed_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
 # -- baselines (the LDPT paper, section 7.2) -------------------------------------------------
 
 
-@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
+@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
           summary="classical + DP-SGD: per-window clipping C = 1, Poisson batches of 64, "
                   "Gaussian noise from Opacus's accountant for (eps, delta = 1e-6)")
 def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -406,7 +407,7 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
                    dpsgd={"eps": eps, "delta": GLOBAL_DELTA, "clip": 1.0})
 
 
-@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
+@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
           summary="DP-SGD with batch 512, 50 epochs and a 5-epoch learning-rate warm-up "
                   "(paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from qpriv.errors import ArgumentError
-from qpriv.forecasting.record_dpsgd import SCALER_SHARE, rescale
+from qpriv.forecasting.record_dpsgd import SCALER_SHARE, RecordScaling, rescale
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import ZScoreScaler, load_forecasting_data
 from qpriv.privacy.record_dpsgd import record_dpsgd_epsilon
@@ -91,3 +92,15 @@ def test_rescaled_training_windows_come_from_the_file_rows() -> None:
     back = data.scaler.inverse_transform(data.test[0][0].double().numpy())
     np.testing.assert_allclose(moved.test[0][0].numpy(), scaler.transform(back), rtol=1e-5,
                                atol=1e-4)
+
+
+def test_test_metrics_are_reported_in_the_loader_units() -> None:
+    run = ZScoreScaler(mean=np.zeros(2), std=np.array([2.0, 1.0]))
+    loader = ZScoreScaler(mean=np.ones(2), std=np.array([1.0, 4.0]))
+    scaling = RecordScaling(data=SimpleNamespace(scaler=run), eps_scaler=0.1, note="",
+                            scaler="private", loader=loader)
+    test = scaling.loader_units({"mse": 9.0, "mae": 9.0},
+                                {"mse": [1.0, 16.0], "mae": [1.0, 4.0]})
+    # channel errors times std_run / std_loader = (2, 1/4)
+    assert test["mse"] == pytest.approx((4.0 + 1.0) / 2)
+    assert test["mae"] == pytest.approx((2.0 + 1.0) / 2)

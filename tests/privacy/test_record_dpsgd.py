@@ -139,3 +139,8 @@ def test_bad_input_is_one_clear_error() -> None:
     with pytest.raises(InvalidInputError, match="no DP-SGD noise multiplier"):
         record_noise_multiplier_for(eps=1e-4, delta=1e-12, sample_rate=1.0, steps=10_000,
                                     windows_per_record=500)
+
+
+def test_a_step_with_no_finite_guarantee_composes_to_infinity() -> None:
+    assert record_dpsgd_epsilon(noise_multiplier=0.05, sample_rate=0.9, steps=5,
+                                windows_per_record=50, delta=1e-5) == math.inf

@@ -119,7 +119,8 @@ def run_linear(
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
         if private:  # a delta of 1/n or more promises nothing: refused before any file
             require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"
-                                     else protected_units(data, unit), unit=unit)
+                                     and unit == "window" else protected_units(data, unit),
+                                     unit=unit)
         request = {
             "dataset": data.dataset, "source": str(data.source or ""),
             "source_sha256": None if csv is None else data.source_sha256,
@@ -217,6 +218,10 @@ def _checked_settings(method: str, *, eps: float | None, delta: float | None,
     if clip_range is not None and not 0 < clip_range < math.inf:
         raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
                             "the value range R in z-scored units, e.g. 2")
+    if clip_range is not None and method == "dpsgd-linear":
+        raise ArgumentError("{clip_range} sets dp-linear's value range; dpsgd-linear clips each "
+                            "window's gradient instead, which bounds a replaced value's effect "
+                            "whatever it is: leave {clip_range} out")
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
@@ -234,7 +239,8 @@ def _fit(method: str, data: ForecastData, *, spec: LinearSpec, eps: float | None
     if method == "ridge":
         return fit_ridge(data, spec=spec), ()
     if method == "dpsgd-linear":
-        model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec)
+        model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec,
+                                        unit=unit, scaler=scaler)
         return model, (claim,)
     model, claims = fit_dp_linear(data, eps=eps, delta=delta, unit=unit, seed=seed,
                                   clip=clip_range, select=select, period=period,

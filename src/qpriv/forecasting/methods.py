@@ -507,6 +507,7 @@ _add(Method(name="dp-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None
                     "perturbation (AdaSSP); (eps, delta)-DP at the record or window unit, "
                     "scaler inside the guarantee"))
 _add(Method(name="dpsgd-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None,
-            family=LINEAR, units=("window",),
-            summary="DP-SGD (per-window clipping, Opacus RDP) on dp-linear's model, for "
-                    "comparison; (eps, delta)-DP at the window unit"))
+            family=LINEAR, units=("window", "record"),
+            summary="DP-SGD (per-window clipping) on dp-linear's model, for comparison; "
+                    "(eps, delta)-DP at the window unit (Opacus RDP) or the record unit "
+                    "(structured-subsampling accountant, scaler private or public)"))

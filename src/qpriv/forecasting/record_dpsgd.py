@@ -46,12 +46,24 @@ NO_VALUE_CLIP = ("the record neighbourhood is any replacement of one value: the 
 
 @dataclass(frozen=True)
 class RecordScaling:
-    """The data rescaled for a record-unit run, the eps the scaler spent and the claim's note."""
+    """The data rescaled for a record-unit run, the eps the scaler spent, the claim's note and
+    the loader's scaler (``loader``), in whose z-units every run reports its test metrics."""
 
     data: ForecastData
     eps_scaler: float
     note: str
     scaler: str
+    loader: ZScoreScaler
+
+    def loader_units(self, test: dict, by_channel: dict | None) -> dict:
+        """``test``'s MSE and MAE in the loader's z-units, from the per-channel errors in the
+        run's own (``by_channel``): a channel's error scales by std_run / std_loader."""
+        if by_channel is None:
+            return test
+        ratio = np.asarray(self.data.scaler.std) / np.asarray(self.loader.std)
+        mse = np.asarray(by_channel["mse"], dtype=np.float64) * ratio ** 2
+        mae = np.asarray(by_channel["mae"], dtype=np.float64) * ratio
+        return {**test, "mse": float(mse.mean()), "mae": float(mae.mean())}
 
 
 def check_backbone_settings(entry: Method, *, unit: str | None, clip_range: float | None,
@@ -131,13 +143,14 @@ def record_scaling(data: ForecastData, *, scaler: str, eps: float,
     """The scaler of a record-unit DP-SGD run: private at :data:`SCALER_SHARE` x ``eps``, or
     the loader's declared public (module docstring)."""
     if scaler == "public":
-        return RecordScaling(data=data, eps_scaler=0.0, scaler=scaler, note=(
+        return RecordScaling(data=data, eps_scaler=0.0, scaler=scaler, loader=data.scaler, note=(
             "the z-score scaler was fitted on the training split in the clear and declared "
             "public by the user: it is NOT covered (a replaced value moves it, and through it "
             "every scaled window)"))
     eps_scaler = SCALER_SHARE * eps
     used = private_scaler(data.train_raw, eps=eps_scaler, rng=rng)
-    return RecordScaling(data=rescale(data, used), eps_scaler=eps_scaler, scaler=scaler, note=(
+    return RecordScaling(data=rescale(data, used), eps_scaler=eps_scaler, scaler=scaler,
+                         loader=data.scaler, note=(
         "the z-score scaler is private: per-channel median and 1.4826 x MAD by "
         f"exponential-mechanism quantiles on a data-independent grid at eps = {eps_scaler:.4g} "
         "(pure DP, a record touches one channel), inside the claim by basic composition"))

@@ -269,6 +269,9 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         if finished is not None:
             return ForecastResult.from_json(finished)
         trained = _train(plan, data=data, strategy=strategy, out=out, resume=resume)
+        if scaling is not None:  # test metrics in the loader's z-units, as every run's
+            trained = replace(trained, test=scaling.loader_units(trained.test,
+                                                                 trained.by_channel))
 
     result = {
         "method": method, "dataset": data.dataset, "horizon": asked.horizon,

@@ -74,6 +74,9 @@ EPS_CAP = 30.0
 TAIL_Z = 12.0
 """How many noise stds beyond the largest kept shift the loss grid reaches."""
 MAX_NOISE_MULTIPLIER = 1e4
+HOPELESS = 1e-9
+"""A step whose delta at :data:`EPS_CAP` is within this of 1 gives eps = inf outright (the
+PLD's composition cannot take an infinite-loss mass of 1)."""
 
 
 def windows_holding_record(*, seq_len: int, horizon: int, n_windows: int) -> int:
@@ -189,6 +192,8 @@ def record_dpsgd_epsilon(
     step = record_step_pld(noise_multiplier=float(noise_multiplier),
                            sample_rate=float(sample_rate),
                            windows_per_record=int(windows_per_record))
+    if step.get_delta_for_epsilon(EPS_CAP) >= 1 - HOPELESS:
+        return math.inf  # (nearly) every step's loss exceeds EPS_CAP: no finite guarantee
     return float(step.self_compose(steps).get_epsilon_for_delta(delta))
 
 

@@ -91,13 +91,16 @@ def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
 def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
                      seed: int | None = 2024, spec: LinearSpec = DPSGD_LINEAR_DESIGN,
                      progress: bool = False, unit: str = "window", scaler: str | None = None,
+                     model: nn.Module | None = None, method: str = "dpsgd-linear",
                      ) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window or per record
     (``unit``; module docstring) on ``spec``'s maps; return the model with the best validation
     MSE and its claim. ``seed`` None: a secret one (:mod:`qpriv.privacy.randomness`).
     ``scaler`` (record unit): ``"private"`` (default) or ``"public"``; the kernel is
     equivariant to per-channel affine maps, so it is trained in that scaler's units and used in
-    any."""
+    any. ``model``: another trainable linear forecaster with the same ``forecaster(name=,
+    details=)`` (``dpsgd-dlinear``'s :class:`qpriv.forecasting.dlinear.DLinear`; default
+    :class:`TrainableLinear` on ``spec``), named ``method``."""
     settings = DEFAULTS
     secret = seed is None
     seed = run_seed(seed)
@@ -121,7 +124,8 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
         epochs=settings["epochs"], batch_size=settings["batch_size"], lr=settings["lr"],
         lr_quantum_attention=settings["lr"], weight_decay=0.0,
         plateau_patience=settings["epochs"], seed=seed, device="cpu", progress=progress)
-    model = TrainableLinear(seq_len=data.seq_len, horizon=data.horizon, spec=spec)
+    if model is None:
+        model = TrainableLinear(seq_len=data.seq_len, horizon=data.horizon, spec=spec)
     trainer = Trainer(model, train=train.train, val=train.val, config=config,
                       recipe=ForecasterRecipe(), strategy=strategy)
     fit = trainer.fit()
@@ -142,8 +146,7 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
                if k is None else "DP-SGD, per-window clipping (record accountant, PLD)",
                "noise_multiplier": sigma, "sample_rate": q, "steps": report["steps"],
                "best_epoch": fit.best_epoch, "history": fit.history, **settings}
-    return (model.forecaster(name=f"dpsgd-linear ({unit}, eps={eps:g})", details=details),
-            claim)
+    return model.forecaster(name=f"{method} ({unit}, eps={eps:g})", details=details), claim
 
 
 def _window_claim(claim: PrivacyClaim, *, selection: str, secret: bool) -> PrivacyClaim:

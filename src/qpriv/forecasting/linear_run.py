@@ -24,6 +24,7 @@ import numpy as np
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS
+from qpriv.forecasting.dlinear import fit_dlinear, fit_dpsgd_dlinear
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     SELECT_CHOICES,
@@ -57,6 +58,8 @@ from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 from qpriv.threads import torch_threads
 
+DPSGD_TRAINED = ("dpsgd-linear", "dpsgd-dlinear")
+"""The linear-family methods trained by DP-SGD on the kept training windows."""
 SCALERS = ("private", "public")
 """How dp-linear treats the z-score scaler at the record unit: estimated under the guarantee
 (``private``, the default) or declared public by the user (``public``: the loader's scaler,
@@ -118,7 +121,7 @@ def run_linear(
             else default_spec(data, period=period)
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
         if private:  # a delta of 1/n or more promises nothing: refused before any file
-            require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"
+            require_meaningful_delta(delta, units=len(data.train) if method in DPSGD_TRAINED
                                      and unit == "window" else protected_units(data, unit),
                                      unit=unit)
         request = {
@@ -132,7 +135,7 @@ def run_linear(
             "model": {"family": LINEAR, "spec": asdict(spec)},
             **({"select": select} if select is not None else {}),
         }
-        if method == "dpsgd-linear":
+        if method in DPSGD_TRAINED:
             dpsgd_linear_schedule(len(data.train))  # too few windows: refused, nothing written
         finished = open_run(out, request, resume=resume,
                             ignore={"source"} if data.dataset in DATASETS else ())
@@ -218,8 +221,8 @@ def _checked_settings(method: str, *, eps: float | None, delta: float | None,
     if clip_range is not None and not 0 < clip_range < math.inf:
         raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
                             "the value range R in z-scored units, e.g. 2")
-    if clip_range is not None and method == "dpsgd-linear":
-        raise ArgumentError("{clip_range} sets dp-linear's value range; dpsgd-linear clips each "
+    if clip_range is not None and method in DPSGD_TRAINED:
+        raise ArgumentError("{clip_range} sets dp-linear's value range; DP-SGD clips each "
                             "window's gradient instead, which bounds a replaced value's effect "
                             "whatever it is: leave {clip_range} out")
     if clip_range is not None and unit == "window":
@@ -238,6 +241,12 @@ def _fit(method: str, data: ForecastData, *, spec: LinearSpec, eps: float | None
         return public_forecaster(seq_len=data.seq_len, horizon=data.horizon, spec=spec), ()
     if method == "ridge":
         return fit_ridge(data, spec=spec), ()
+    if method == "dlinear":
+        return fit_dlinear(data, seed=seed), ()
+    if method == "dpsgd-dlinear":
+        model, claim = fit_dpsgd_dlinear(data, eps=eps, delta=delta, seed=seed, unit=unit,
+                                         scaler=scaler)
+        return model, (claim,)
     if method == "dpsgd-linear":
         model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec,
                                         unit=unit, scaler=scaler)
@@ -254,6 +263,6 @@ def _windows_read(method: str, data: ForecastData) -> int:
     ``max_train_windows`` kept for the trainers; DP-SGD's the kept ones."""
     if method == "public":
         return 0
-    if method == "dpsgd-linear":
+    if method in (*DPSGD_TRAINED, "dlinear"):
         return len(data.train)
     return int(data.train.n_available)

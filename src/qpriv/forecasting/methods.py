@@ -506,8 +506,19 @@ _add(Method(name="dp-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None
             summary="channel-independent linear forecaster by sufficient-statistics "
                     "perturbation (AdaSSP); (eps, delta)-DP at the record or window unit, "
                     "scaler inside the guarantee"))
-_add(Method(name="dpsgd-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None,
-            family=LINEAR, units=("window", "record"),
-            summary="DP-SGD (per-window clipping) on dp-linear's model, for comparison; "
-                    "(eps, delta)-DP at the window unit (Opacus RDP) or the record unit "
-                    "(structured-subsampling accountant, scaler private or public)"))
+_add(Method(name="dlinear", privacy=NO_PRIVACY, needs_eps=False, build=None, family=LINEAR,
+            summary="DLinear (Zeng et al. 2023): moving-average trend/seasonal split, one "
+                    "linear head each, trained by the one trainer without noise"))
+
+
+def _add_dpsgd_trained(name: str, model: str) -> None:
+    """Register ``name``: the linear-family ``model`` trained by DP-SGD at either unit."""
+    _add(Method(name=name, privacy=Kind.GLOBAL_DP, needs_eps=True, build=None, family=LINEAR,
+                units=("window", "record"),
+                summary=f"{model} trained by DP-SGD (per-window clipping); (eps, delta)-DP at "
+                        "the window unit (Opacus RDP) or the record unit (structured-"
+                        "subsampling accountant, scaler private or public)"))
+
+
+_add_dpsgd_trained("dpsgd-linear", "dp-linear's model, for comparison,")
+_add_dpsgd_trained("dpsgd-dlinear", "DLinear")

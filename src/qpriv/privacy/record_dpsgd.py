@@ -73,7 +73,7 @@ EPS_CAP = 30.0
 """The largest per-step loss on the grid; delta(EPS_CAP) goes to the infinite loss (sound)."""
 TAIL_Z = 12.0
 """How many noise stds beyond the largest kept shift the loss grid reaches."""
-MAX_NOISE_MULTIPLIER = 1e4
+MAX_NOISE_MULTIPLIER = 1e6
 HOPELESS = 1e-9
 """A step whose delta at :data:`EPS_CAP` is within this of 1 gives eps = inf outright (the
 PLD's composition cannot take an infinite-loss mass of 1)."""
@@ -216,13 +216,13 @@ def record_noise_multiplier_for(
 
     low, high = 0.25, 1.0
     while spent(high) > eps:
-        low, high = high, high * 4
-        if high > MAX_NOISE_MULTIPLIER:
+        if high >= MAX_NOISE_MULTIPLIER:
             raise InvalidInputError(
                 f"no DP-SGD noise multiplier up to {MAX_NOISE_MULTIPLIER:g} meets eps = "
                 f"{eps:g} at delta = {delta:g} at the record unit ({windows_per_record} "
                 f"windows hold a record, {steps} steps at sample rate {sample_rate:.4g}); "
                 "raise eps, take fewer steps or a smaller batch")
+        low, high = high, min(high * 4, MAX_NOISE_MULTIPLIER)
     if spent(low) <= eps:
         low = 1e-3
     while high / low > 1 + tolerance:

@@ -47,7 +47,9 @@ def test_a_record_run_calibrates_its_noise_and_states_a_record_claim(tmp_path) -
     assert claim.value == pytest.approx(claim.details["eps_dpsgd"] + claim.details["eps_scaler"])
     assert 0.95 * 4.0 <= claim.value <= 4.0 * (1 + 1e-9)
     assert any("scaler is private" in note for note in claim.notes)
-    assert result.to_json()["strategy"]["steps"] == 2  # one epoch of 128 windows, batches of 64
+    record = result.to_json()
+    assert record["inference"]["scaler_note"].startswith("the z-score scaler is private")
+    assert record["strategy"]["steps"] == 2  # one epoch of 128 windows in batches of 64
     k = 48 + 4  # windows that hold one record
     assert claim.details["neighbourhood"].endswith(f"k = {k} training windows")
     window = run_forecast(method="dpsgd", eps=4.0, **SMALL)

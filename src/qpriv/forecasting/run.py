@@ -289,6 +289,8 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trained.trainer.device), "threads": used_threads},
     }
+    if scaling is not None:  # the scaler the model runs in: private, or declared public
+        result["inference"]["scaler_note"] = scaling.note
     name_the_source(result, source_sha256=request["source_sha256"])
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)

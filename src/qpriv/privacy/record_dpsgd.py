@@ -6,8 +6,10 @@ clipped to norm C, and N(0, sigma^2 C^2 I) is added to the sum. This is the bott
 Poisson sampling of "Privacy Amplification by Structured Subsampling for Deep Differentially
 Private Time Series Forecasting" (Schuchardt, Dalirrooyfard, Guzelkabaagac, Schneider,
 Nevmyvaka, Guennemann, ICML 2025) with a single series, so that its top level samples that
-series at every step (the paper's "p_bad_top" = 1), and with 1-event-level neighbours (one
-value of the series replaced). Its Theorem E.8 gives the per-step dominating pair:
+series at every step, and with 1-event-level neighbours (one value of the series replaced).
+Its analysis of bottom-level Poisson sampling (Theorem E.8 of its appendix, with the upper
+bound of Lemma F.4, which coincide when the top level always draws the series) gives the
+per-step dominating pair:
 
     P = sum_m w_m N(-m, sigma^2),   Q = sum_m w_m N(+m, sigma^2),   w = Binomial(k, q),
 
@@ -61,7 +63,9 @@ from qpriv.errors import (
 )
 
 ACCOUNTANT = ("dp-accounting PLD (connect-the-dots) of the record-level pair of Schuchardt et "
-              "al. 2025, Theorem E.8 (bottom-level Poisson, one series, 1-event neighbours)")
+              "al. 2025, 'Privacy Amplification by Structured Subsampling for Deep "
+              "Differentially Private Time Series Forecasting' (bottom-level Poisson, one "
+              "series, 1-event neighbours)")
 """How a record-unit DP-SGD claim is accounted, in the words a claim carries."""
 SAMPLING = "Poisson over the training windows of one series"
 DISCRETIZATION = 1e-3

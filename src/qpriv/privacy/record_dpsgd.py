@@ -69,8 +69,11 @@ ACCOUNTANT = ("dp-accounting PLD (connect-the-dots) of the record-level pair of 
 """How a record-unit DP-SGD claim is accounted, in the words a claim carries."""
 SAMPLING = "Poisson over the training windows of one series"
 DISCRETIZATION = 1e-3
-"""The PLD's loss grid: eps is overestimated by at most about steps x this / sqrt(steps)."""
-WEIGHT_FLOOR = 1e-30
+"""The PLD's finest loss grid (pessimistic: the rounding only ever raises eps)."""
+GRID_POINTS = 2000
+"""At most this many grid points each side of zero: a step whose losses reach far (small
+sigma) gets a coarser grid, still pessimistic, instead of a slow one."""
+WEIGHT_FLOOR = 1e-20
 """Mixture components below this weight are dropped and their total weight r is added to every
 delta (joint convexity: H(P||Q) <= H(P'||Q') + r), so the profile stays an upper bound."""
 EPS_CAP = 30.0
@@ -144,7 +147,7 @@ def record_step_profile(
     reach = m.max() + TAIL_Z * sigma + 1.0
     low = np.full(epsilons.shape, -reach)
     high = np.full(epsilons.shape, reach)
-    for _ in range(64):  # the loss falls from low to high; keep low above eps, high below
+    for _ in range(50):  # the loss falls from low to high; keep low above eps, high below
         mid = (low + high) / 2
         above = _privacy_loss(mid, m, log_w, sigma) > epsilons
         low = np.where(above, mid, low)
@@ -172,8 +175,10 @@ def record_step_pld(
     discretization: float = DISCRETIZATION,
 ) -> PrivacyLossDistribution:
     """dp-accounting's PLD of one DP-SGD step at the record unit: pessimistic
-    connect-the-dots on :func:`record_step_profile` over the loss range the pair reaches."""
+    connect-the-dots on :func:`record_step_profile` over the loss range the pair reaches, on a
+    grid of ``discretization`` or coarser (:data:`GRID_POINTS`)."""
     top = _loss_range(noise_multiplier, sample_rate, windows_per_record)
+    discretization = max(discretization, top / GRID_POINTS)
     upper = max(1, math.ceil(top / discretization))
     rounded = np.arange(-upper, upper + 1)
     deltas = record_step_profile(rounded * discretization, noise_multiplier=noise_multiplier,
@@ -193,11 +198,14 @@ def record_dpsgd_epsilon(
     steps = require_positive_int("steps", steps)
     require_in_range("delta", delta, low=0.0, high=1.0, high_inclusive=False,
                      hint="delta is a probability in (0, 1), typically 1e-5 or 1 / N")
+    at_cap = record_step_profile(np.array([EPS_CAP]), noise_multiplier=noise_multiplier,
+                                 sample_rate=sample_rate,
+                                 windows_per_record=windows_per_record)[0]
+    if at_cap >= 1 - HOPELESS:
+        return math.inf  # (nearly) every step's loss exceeds EPS_CAP: no finite guarantee
     step = record_step_pld(noise_multiplier=float(noise_multiplier),
                            sample_rate=float(sample_rate),
                            windows_per_record=int(windows_per_record))
-    if step.get_delta_for_epsilon(EPS_CAP) >= 1 - HOPELESS:
-        return math.inf  # (nearly) every step's loss exceeds EPS_CAP: no finite guarantee
     return float(step.self_compose(steps).get_epsilon_for_delta(delta))
 
 

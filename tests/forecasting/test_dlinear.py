@@ -3,6 +3,7 @@ forward pass, affine equivariance, and both methods through the one run front do
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -10,8 +11,18 @@ import pytest
 import torch
 from torch import nn
 
-from qpriv.forecasting.dlinear import DLinear, moving_average_matrix
+from qpriv.forecasting.artifacts import load_run
+from qpriv.forecasting.dlinear import (
+    DPSGD_SETTINGS,
+    SETTINGS,
+    DLinear,
+    fit_dpsgd_dlinear,
+    moving_average_matrix,
+)
+from qpriv.forecasting.linear import evaluate
+from qpriv.forecasting.linear_dpsgd import DEFAULTS, fit_dpsgd_linear
 from qpriv.forecasting.run import run_forecast
+from qpriv.forecasting.windows import load_forecasting_data
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -48,14 +59,51 @@ SMALL = {"max_train_windows": 512, "max_eval_windows": 32, "progress": False}
 
 
 @needs_ett
-def test_dlinear_trains_without_noise_and_beats_its_start() -> None:
-    result = run_forecast(method="dlinear", **SMALL)
-    assert result.get("claims") in ([], None) or not result["claims"]
-    assert result["mse"] < 1.0
+def test_dlinear_trains_without_noise_and_beats_its_start(tmp_path) -> None:
+    out = tmp_path / "dlinear"
+    result = run_forecast(method="dlinear", out_dir=out, **SMALL)
+    assert not result.claims and result.privacy == "none"
+    assert result.mse < 1.0
+    # config.json records DLinear and its settings, not a feature design it does not use
+    model = json.loads((out / "config.json").read_text())["model"]
+    assert model["architecture"] == "DLinear" and "spec" not in model
+    assert model["train"] == SETTINGS
+    assert "spec" not in result.to_json()["model"]
+    loaded = load_run(out)  # and the run loads back as its kernel
+    kernel = loaded.model.kernel
+    x = np.random.default_rng(0).normal(size=(2, kernel.shape[1], 3))
+    np.testing.assert_allclose(loaded.model.predict(x), np.einsum("hl,blc->bhc", kernel, x),
+                               rtol=1e-9, atol=1e-9)
 
 
 @needs_ett
 def test_dpsgd_dlinear_states_a_window_claim() -> None:
     result = run_forecast(method="dpsgd-dlinear", eps=4.0, **SMALL)
-    claim = result["claims"][0]
-    assert claim["unit"] == "window" and claim["value"] <= 4.0 * (1 + 1e-9)
+    claim = result.claims["eps"]
+    assert claim.unit == "window" and claim.value <= 4.0 * (1 + 1e-9)
+    assert result.to_json()["fit"]["lr"] == DPSGD_SETTINGS["lr"]
+
+
+def _mean_forecast_mse(data) -> float:
+    """The test MSE of the look-back mean, the function DLinear starts from."""
+    x = np.stack([data.test[i][0].numpy() for i in range(len(data.test))])
+    y = np.stack([data.test[i][1].numpy() for i in range(len(data.test))])
+    return float(((y - x.mean(axis=1, keepdims=True)) ** 2).mean())
+
+
+@needs_ett
+def test_dpsgd_dlinear_does_not_diverge_under_record_noise() -> None:
+    """At the record unit the noise on each of the 2 H L weights is large (sigma C / qN in the
+    tens): with dpsgd-linear's learning rate the forecasts blow up; with DPSGD_SETTINGS they stay
+    near the start (the look-back mean)."""
+    data = load_forecasting_data("ETTh1", seq_len=336, horizon=24, max_train_windows=1024,
+                                 max_eval_windows=256)
+    start = _mean_forecast_mse(data)
+    kept, claim = fit_dpsgd_dlinear(data, eps=1.0, unit="record", seed=0)
+    assert claim.unit == "record" and kept.details["noise_multiplier"] > 100
+    assert evaluate(kept, data.test)["mse"] < 1.5 * start
+    model = DLinear(seq_len=336, horizon=24)
+    blown, _ = fit_dpsgd_linear(data, eps=1.0, unit="record", seed=0, model=model,
+                                settings=DEFAULTS)  # dpsgd-linear's lr 0.03
+    assert evaluate(blown, data.test)["mse"] > 10 * start
+

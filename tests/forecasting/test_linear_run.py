@@ -131,6 +131,10 @@ def test_dpsgd_linear_on_too_few_windows_is_refused_before_anything_is_written(c
      "method 'ridge' writes no checkpoints"),
     ("dp-linear", ["--keep-checkpoints", "--out", "never-written"],
      "leave --keep-checkpoints out"),
+    # the trained linear methods say so, not "fitted in closed form"
+    ("dlinear", ["--batch", "64"], "method 'dlinear' trains at fixed settings"),
+    ("dpsgd-dlinear", ["--eps", "1", "--epochs", "3"], "trains at fixed settings"),
+    ("ridge", ["--batch", "64"], "method 'ridge' is fitted in closed form: it takes no --batch"),
     # one answer, not a circle of "needs --eps-total" / "leave it out" / "pass it" (42, D5)
     ("dp-linear", ["--accounting", "rigorous"],
      "leave --accounting rigorous out and give its budget as --eps"),

@@ -22,6 +22,7 @@ record's effect on its statistics directly instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -77,21 +78,24 @@ class TrainableLinear(nn.Module):
                                 details=details)
 
 
-def dpsgd_linear_schedule(n_train: int) -> tuple[float, int]:
-    """The sample rate q and the number of steps of :data:`DEFAULTS` on ``n_train`` windows.
+def dpsgd_linear_schedule(n_train: int, settings: Mapping[str, Any] = DEFAULTS
+                          ) -> tuple[float, int]:
+    """The sample rate q and the number of steps of ``settings`` (batch size, epochs; default
+    :data:`DEFAULTS`) on ``n_train`` windows.
 
     Raises:
         InvalidInputError: too few windows for the batch (checked before a run writes
             anything).
     """
-    return dpsgd_schedule(n_train=n_train, batch_size=DEFAULTS["batch_size"],
-                          epochs=DEFAULTS["epochs"])
+    return dpsgd_schedule(n_train=n_train, batch_size=settings["batch_size"],
+                          epochs=settings["epochs"])
 
 
 def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
                      seed: int | None = 2024, spec: LinearSpec = DPSGD_LINEAR_DESIGN,
                      progress: bool = False, unit: str = "window", scaler: str | None = None,
                      model: nn.Module | None = None, method: str = "dpsgd-linear",
+                     settings: Mapping[str, Any] = DEFAULTS,
                      ) -> tuple[LinearForecaster, PrivacyClaim]:
     """Train the linear forecaster by DP-SGD at (eps, delta) per training window or per record
     (``unit``; module docstring) on ``spec``'s maps; return the model with the best validation
@@ -100,11 +104,11 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
     equivariant to per-channel affine maps, so it is trained in that scaler's units and used in
     any. ``model``: another trainable linear forecaster with the same ``forecaster(name=,
     details=)`` (``dpsgd-dlinear``'s :class:`qpriv.forecasting.dlinear.DLinear`; default
-    :class:`TrainableLinear` on ``spec``), named ``method``."""
-    settings = DEFAULTS
+    :class:`TrainableLinear` on ``spec``), named ``method``, trained with ``settings`` (lr,
+    clip, batch_size, epochs; default :data:`DEFAULTS`)."""
     secret = seed is None
     seed = run_seed(seed)
-    q, steps = dpsgd_linear_schedule(len(data.train))
+    q, steps = dpsgd_linear_schedule(len(data.train), settings)
     scaling, k, train = None, None, data
     if unit == "record":
         scaling = record_scaling(data, scaler=scaler or "private", eps=eps,

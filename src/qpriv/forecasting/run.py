@@ -31,7 +31,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord
-from qpriv.forecasting.linear_run import run_linear
+from qpriv.forecasting.linear_run import TRAINED, run_linear
 from qpriv.forecasting.methods import (
     DEFAULT_EPOCHS,
     LINEAR,
@@ -360,18 +360,21 @@ def _refuse_period(method: str, *, period: int | None) -> None:
 def _refuse_training_settings(method: str, *, epochs: int | None, batch_size: int | None,
                               overrides: Mapping[str, Any] | None, eval_passes: int,
                               keep_checkpoints: bool) -> None:
-    """Refuse the settings of a trained model for a linear method, fitted in closed form."""
+    """Refuse the settings of a trained backbone for a linear method: fitted in closed form, or
+    trained (:data:`~qpriv.forecasting.linear_run.TRAINED`) at its own fixed settings."""
     ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
                "eval_passes": None if eval_passes == 1 else eval_passes}
     given = [name for name, value in ignored.items() if value is not None]
+    how = ("trains at fixed settings (its learning rate, batch and epochs are constants of "
+           "the method, not set per run)" if method in TRAINED else "is fitted in closed form")
     if given:
-        raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
+        raise ArgumentError(f"method {method!r} {how}: it takes no "
                             + ", ".join(f"{{{name}}}" for name in given) + "; leave "
                             + ("it" if len(given) == 1 else "them") + " out")
     if keep_checkpoints:
         raise ArgumentError(f"method {method!r} writes no checkpoints (a linear forecaster "
-                            "is fitted in one go, its kernel saved with its result); leave "
-                            "{keep_checkpoints} out")
+                            "is fitted or trained in one go, its kernel saved with its "
+                            "result); leave {keep_checkpoints} out")
 
 
 @dataclass(frozen=True)

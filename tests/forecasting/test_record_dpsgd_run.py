@@ -13,6 +13,7 @@ from qpriv.forecasting.record_dpsgd import SCALER_SHARE, RecordScaling, rescale
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import ZScoreScaler, load_forecasting_data
 from qpriv.privacy.record_dpsgd import record_dpsgd_epsilon
+from qpriv.privacy.samplers import SECURE_MODE, SEEDED, VETTED
 from qpriv.training.dpsgd import DPSGDStrategy
 
 needs_ett = pytest.mark.skipif(
@@ -64,6 +65,18 @@ def test_a_public_scaler_is_declared_and_spends_nothing() -> None:
     claim = result.claims["eps"]
     assert claim.details["eps_scaler"] == 0.0 and claim.value <= 4.0 * (1 + 1e-9)
     assert any("NOT covered" in note for note in claim.notes)
+
+
+@needs_ett
+def test_a_secret_seed_record_run_draws_from_the_release_samplers() -> None:
+    result = run_forecast(method="dpsgd", unit="record", eps=4.0, seed=None, **SMALL)
+    claim = result.claims["eps"]
+    assert result.seed is None
+    assert claim.details["noise_sampler"] == SECURE_MODE  # DP-SGD's noise: ChaCha20
+    assert any("scaler is private" in note and note.endswith(f"its draws from {VETTED}")
+               for note in claim.notes)  # the scaler's quantiles: OpenDP's vetted samplers
+    seeded = run_forecast(method="dpsgd", unit="record", eps=4.0, **SMALL)
+    assert any(note.endswith(f"its draws from {SEEDED}") for note in seeded.claims["eps"].notes)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -41,6 +40,7 @@ from qpriv.forecasting.windows import WINDOW_COUNT_NOTE, ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.randomness import randomness_note, run_seed
+from qpriv.privacy.samplers import noise_sampler
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
 from qpriv.training.trainer import DIVERGENCE_NOTE, HISTORY_NOTE, Trainer
@@ -112,7 +112,8 @@ def fit_dpsgd_linear(data: ForecastData, *, eps: float, delta: float = 1e-6,
     scaling, k, train = None, None, data
     if unit == "record":
         scaling = record_scaling(data, scaler=scaler or "private", eps=eps,
-                                 rng=np.random.default_rng(derive_seed(seed, "scaler")))
+                                 rng=noise_sampler(None if secret
+                                                   else derive_seed(seed, "scaler")))
         train = scaling.data
         sigma, k = record_noise(eps=eps - scaling.eps_scaler, delta=delta, sample_rate=q,
                                 steps=steps, seq_len=data.seq_len, horizon=data.horizon,

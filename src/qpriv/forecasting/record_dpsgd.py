@@ -32,6 +32,7 @@ from qpriv.privacy.record_dpsgd import (
     record_noise_multiplier_for,
     windows_holding_record,
 )
+from qpriv.privacy.samplers import NoiseSampler, as_sampler
 from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed
 
@@ -139,9 +140,11 @@ def _with_series(split: WindowDataset, series: torch.Tensor) -> WindowDataset:
 
 
 def record_scaling(data: ForecastData, *, scaler: str, eps: float,
-                   rng: np.random.Generator) -> RecordScaling:
+                   rng: np.random.Generator | NoiseSampler) -> RecordScaling:
     """The scaler of a record-unit DP-SGD run: private at :data:`SCALER_SHARE` x ``eps``, or
-    the loader's declared public (module docstring)."""
+    the loader's declared public (module docstring). ``rng``: the private quantiles' draws
+    (:func:`qpriv.privacy.samplers.noise_sampler`: OpenDP's vetted samplers for a secret seed,
+    as dp-linear's); the note names which."""
     if scaler == "public":
         return RecordScaling(data=data, eps_scaler=0.0, scaler=scaler, loader=data.scaler, note=(
             "the z-score scaler was fitted on the training split in the clear and declared "
@@ -153,7 +156,8 @@ def record_scaling(data: ForecastData, *, scaler: str, eps: float,
                          loader=data.scaler, note=(
         "the z-score scaler is private: per-channel median and 1.4826 x MAD by "
         f"exponential-mechanism quantiles on a data-independent grid at eps = {eps_scaler:.4g} "
-        "(pure DP, a record touches one channel), inside the claim by basic composition"))
+        "(pure DP, a record touches one channel), inside the claim by basic composition; "
+        f"its draws from {as_sampler(rng).name}"))
 
 
 def dpsgd_strategy(setup: MethodSetup, *, n_train: int, train_config: ForecasterTrainConfig,

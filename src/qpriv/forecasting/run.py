@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from qpriv.errors import ArgumentError, require_in_range
@@ -60,6 +59,7 @@ from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import Kind
 from qpriv.privacy.composition import advanced_composition
 from qpriv.privacy.randomness import run_seed
+from qpriv.privacy.samplers import noise_sampler
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
@@ -245,7 +245,8 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         data = asked.load()
         scaling = (None if plan.scaler is None else record_scaling(
             data, scaler=plan.scaler, eps=target.eps,
-            rng=np.random.default_rng(derive_seed(plan.train_config.seed, "scaler"))))
+            rng=noise_sampler(None if plan.secret
+                              else derive_seed(plan.train_config.seed, "scaler"))))
         data = data if scaling is None else scaling.data
         setup = replace(plan.setup, config=replace(plan.setup.config,
                                                    n_channels=data.n_channels))

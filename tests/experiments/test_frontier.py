@@ -40,6 +40,7 @@ from qpriv.experiments.frontier_rows import (
 )
 from qpriv.experiments.grid import FULL, QUICK, TINY
 from qpriv.forecasting.datasets import file_sha256
+from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -151,11 +152,19 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
 
 
 def test_a_guarantee_given_a_clear_scaler_says_so():
-    fit = SimpleNamespace
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "none"}})]) == SCALER_PER_WINDOW
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "data"}})]) == SCALER_DECLARED
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "private"}})]) == SCALER_PRIVATE
-    assert scaler_of(COVERS, [fit(raw={"epochs": 10})]) == SCALER_CLEAR  # a trained method
+    def fit(raw: dict, claims: dict | None = None) -> SimpleNamespace:
+        return SimpleNamespace(raw=raw, claims=claims or {})
+
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "none"}})]) == SCALER_PER_WINDOW
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "data"}})]) == SCALER_DECLARED
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "private"}})]) == SCALER_PRIVATE
+    assert scaler_of(COVERS, [fit({"epochs": 10})]) == SCALER_CLEAR  # a trained method
+    # DP-SGD at the record unit names its scaler in its claim
+    for treatment, shown in (("private", SCALER_PRIVATE), ("public", SCALER_DECLARED)):
+        claim = PrivacyClaim(value=1.0, delta=1e-6, kind=Kind.GLOBAL_DP,
+                             accounting=Accounting.RIGOROUS, unit=Unit.RECORD,
+                             covers=COVERS_WEIGHTS, details={"scaler": treatment})
+        assert scaler_of(COVERS, [fit({"epochs": 10}, {"eps": claim})]) == shown
     assert scaler_of(FLOOR, []) == SCALER_NO_DATA
     # DP-SGD at the window unit: its guarantee covers the unit and the weights given the
     # loader's scaler, which it does not cover

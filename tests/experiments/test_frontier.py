@@ -22,7 +22,6 @@ from qpriv.experiments.frontier_plan import (
     FEATURE_PATH,
     FLOOR,
     NON_PRIVATE,
-    OTHER_UNIT,
     frontier_cell,
     linear_settings,
     plan,
@@ -41,6 +40,7 @@ from qpriv.experiments.frontier_rows import (
 )
 from qpriv.experiments.grid import FULL, QUICK, TINY
 from qpriv.forecasting.datasets import file_sha256
+from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 
 needs_ett = pytest.mark.skipif(
     not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
@@ -66,7 +66,9 @@ def test_roles_follow_what_each_guarantee_covers():
     assert role_of("dp-linear", unit="record") == COVERS
     assert role_of("dp-linear", unit="window") == COVERS
     assert role_of("dpsgd", unit="window") == COVERS
-    assert role_of("dpsgd", unit="record") == OTHER_UNIT
+    # DP-SGD states its record guarantee through the structured-subsampling accountant
+    assert role_of("dpsgd", unit="record") == COVERS
+    assert role_of("dpsgd-dlinear", unit="record") == COVERS
     assert role_of("ldpt", unit="record") == FEATURE_PATH
     assert role_of("public", unit="record") == FLOOR
     assert [role_of(m, unit="record") for m in ("ridge", "classical")] == [NON_PRIVATE] * 2
@@ -87,6 +89,13 @@ def test_seeds_and_linear_settings():
                                       "max_eval_windows": QUICK.max_eval_windows}
     cell = frontier_cell(series["dp-linear"], eps=0.1, seed=2024, dataset="ETTh1", horizon=24)
     assert cell.key == "ETTh1-H24-dp-linear-eps0.1-unitrecord-s2024"
+    cell = frontier_cell(series["dpsgd"], eps=0.1, seed=2024, dataset="ETTh1", horizon=24)
+    assert cell.key == "ETTh1-H24-dpsgd-eps0.1-unitrecord-s2024"
+    window = {s.method: s for s in plan(unit="window", eps=(0.1,), methods=("dpsgd",),
+                                        seeds=1, backbone_seeds=1)}["dpsgd"]
+    # at the window unit the key is the one qpriv reproduce shares
+    assert frontier_cell(window, eps=0.1, seed=2024, dataset="ETTh1",
+                         horizon=24).key == "ETTh1-H24-dpsgd-eps0.1-s2024"
 
 
 @needs_ett
@@ -104,7 +113,7 @@ def test_files_hold_the_cells_numbers(tiny_frontier):
         mses = []
         for seed in seeds:
             eps = None if pd.isna(row["eps"]) else float(row["eps"])
-            unit = "-unitrecord" if row["method"] == "dp-linear" else ""
+            unit = "-unitrecord" if row["method"] in ("dp-linear", "dpsgd") else ""
             key = "-".join(["ETTh1", "H24", row["method"], *([f"eps{eps:g}"] if eps else [])])
             result = json.loads((cells / f"{key}{unit}-s{seed}" / "result.json").read_text())
             mses.append(result["mse"])
@@ -124,9 +133,8 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     out, _ = tiny_frontier
     frame = pd.read_csv(out / "ETTh1-H24-record" / "tiny" / "frontier.csv").set_index("method")
     dpsgd = frame.loc["dpsgd"].iloc[0]
-    assert dpsgd["role"] == OTHER_UNIT and dpsgd["claim_unit"] == "window"
-    assert not dpsgd["covers_unit"] and dpsgd["covers_weights"]
-    assert "does not cover the record unit" in dpsgd["reading"]
+    assert dpsgd["role"] == COVERS and dpsgd["claim_unit"] == "record"
+    assert dpsgd["covers_unit"] and dpsgd["covers_weights"]
     ldpt = frame.loc["ldpt"].iloc[0]
     assert not ldpt["covers_unit"] and not ldpt["covers_weights"]
     assert "covers neither the targets nor the weights" in ldpt["reading"]
@@ -135,7 +143,8 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     assert linear["claim_unit"] == "record"
     # what each row does with the z-score scaler, a statistic of the training split
     assert linear["scaler"] == SCALER_PRIVATE
-    assert dpsgd["scaler"] == ldpt["scaler"] == SCALER_CLEAR
+    assert ldpt["scaler"] == SCALER_CLEAR
+    assert dpsgd["scaler"] == SCALER_PRIVATE  # record-unit DP-SGD: private by default
     assert frame.loc["public", "scaler"] == SCALER_NO_DATA
     assert frame.loc["classical", "scaler"] == SCALER_NOT_PRIVATE
     table = (out / "ETTh1-H24-record" / "tiny" / "frontier.md").read_text()
@@ -143,11 +152,19 @@ def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
 
 
 def test_a_guarantee_given_a_clear_scaler_says_so():
-    fit = SimpleNamespace
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "none"}})]) == SCALER_PER_WINDOW
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "data"}})]) == SCALER_DECLARED
-    assert scaler_of(COVERS, [fit(raw={"fit": {"scaler": "private"}})]) == SCALER_PRIVATE
-    assert scaler_of(COVERS, [fit(raw={"epochs": 10})]) == SCALER_CLEAR  # a trained method
+    def fit(raw: dict, claims: dict | None = None) -> SimpleNamespace:
+        return SimpleNamespace(raw=raw, claims=claims or {})
+
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "none"}})]) == SCALER_PER_WINDOW
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "data"}})]) == SCALER_DECLARED
+    assert scaler_of(COVERS, [fit({"fit": {"scaler": "private"}})]) == SCALER_PRIVATE
+    assert scaler_of(COVERS, [fit({"epochs": 10})]) == SCALER_CLEAR  # a trained method
+    # DP-SGD at the record unit names its scaler in its claim
+    for treatment, shown in (("private", SCALER_PRIVATE), ("public", SCALER_DECLARED)):
+        claim = PrivacyClaim(value=1.0, delta=1e-6, kind=Kind.GLOBAL_DP,
+                             accounting=Accounting.RIGOROUS, unit=Unit.RECORD,
+                             covers=COVERS_WEIGHTS, details={"scaler": treatment})
+        assert scaler_of(COVERS, [fit({"epochs": 10}, {"eps": claim})]) == shown
     assert scaler_of(FLOOR, []) == SCALER_NO_DATA
     # DP-SGD at the window unit: its guarantee covers the unit and the weights given the
     # loader's scaler, which it does not cover
@@ -180,7 +197,7 @@ def test_a_finished_cell_is_not_recomputed(tiny_frontier, monkeypatch):
     (["--unit", "token"], "invalid choice: 'token'"),
     (["--methods", "nope"], "unknown method 'nope'"),
     (["--methods", "dp-lin"], "unknown method 'dp-lin' (did you mean 'dp-linear'?); known "
-     "methods: classical, dp-input, dp-linear"),
+     "methods: classical, dlinear, dp-input, dp-linear"),
     (["--methods", "bottleneck"], "'bottleneck' takes an eps but states no privacy guarantee"),
     (["--eps", "0.1", "0.1"], "eps 0.1 given more than once"),
     (["--quick", "--budget", "full"], "ask for two budgets"),
@@ -262,7 +279,8 @@ def test_quick_runs_end_to_end_at_a_tiny_budget(tmp_path, capsys, monkeypatch):
         ("dp-linear", 1.0), ("dpsgd", 1.0), ("public", None)]
     assert set(payload["files"]) == {"csv", "markdown", "png", "report"}
     assert all(os.path.isfile(path) for path in payload["files"].values())
-    assert (out / "cells" / "quick" / "ETTh1-H24-dpsgd-eps1-s2024" / "result.json").is_file()
+    assert (out / "cells" / "quick" / "ETTh1-H24-dpsgd-eps1-unitrecord-s2024"
+            / "result.json").is_file()
 
 
 @needs_ett

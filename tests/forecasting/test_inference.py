@@ -102,7 +102,7 @@ noise, far from the data's level (how forecasts follow from the model is checked
 def _train_argv(method: str, csv: Path, out: Path) -> list[str]:
     argv = ["train", "--csv", str(csv), "--method", method, "--seq-len", str(L), "--horizon",
             str(H), "--quiet", "--threads", "1", "--out", str(out)]
-    if method == "dpsgd-linear":  # its batch is 512: it needs every training window
+    if method in ("dpsgd-linear", "dpsgd-dlinear"):  # batch 512: every training window
         return [*argv, "--max-eval-windows", "16"]
     argv += ["--max-train-windows", "32", "--max-eval-windows", "16"]
     if METHODS[method].family != LINEAR:

@@ -119,15 +119,22 @@ def test_dpsgd_linear_on_too_few_windows_is_refused_before_anything_is_written(c
 @pytest.mark.parametrize(("method", "argv", "needle"), [
     ("public", ["--unit", "record"], "states no guarantee at a unit you can choose"),
     ("ldpt", ["--unit", "window"], "states no guarantee at a unit you can choose"),
-    ("dpsgd", ["--unit", "record"], "at the window unit, not 'record'"),
+    ("dpsgd", ["--unit", "token"], "at the window or record unit, not 'token'"),
+    ("dpsgd", ["--unit", "record", "--clip-range", "2"], "clips each window's gradient"),
+    ("dpsgd", ["--scaler", "private"], "leave --scaler out or add --unit record"),
     ("ridge", ["--delta", "1e-6"], "states no privacy guarantee, so it takes no --delta"),
     ("classical", ["--clip-range", "2"], "--clip-range sets the dp-linear fit"),
-    ("dpsgd-linear", ["--unit", "record"], "at the window unit, not 'record'"),
+    ("dpsgd-linear", ["--unit", "token"], "at the window or record unit, not 'token'"),
+    ("dpsgd-linear", ["--unit", "record", "--clip-range", "2"], "clips each window's gradient"),
     # accepted and ignored before: a closed-form fit keeps no checkpoint
     ("ridge", ["--keep-checkpoints", "--out", "never-written"],
      "method 'ridge' writes no checkpoints"),
     ("dp-linear", ["--keep-checkpoints", "--out", "never-written"],
      "leave --keep-checkpoints out"),
+    # the trained linear methods say so, not "fitted in closed form"
+    ("dlinear", ["--batch", "64"], "method 'dlinear' trains at fixed settings"),
+    ("dpsgd-dlinear", ["--eps", "1", "--epochs", "3"], "trains at fixed settings"),
+    ("ridge", ["--batch", "64"], "method 'ridge' is fitted in closed form: it takes no --batch"),
     # one answer, not a circle of "needs --eps-total" / "leave it out" / "pass it" (42, D5)
     ("dp-linear", ["--accounting", "rigorous"],
      "leave --accounting rigorous out and give its budget as --eps"),

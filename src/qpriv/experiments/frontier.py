@@ -11,9 +11,10 @@ epsilons are not one quantity:
   private linear regression: optimal and adaptive prediction & estimation in unbounded
   domain") is global (eps, delta)-DP at the record or the window unit, on its weights;
 * ``dpsgd`` ("Deep Learning with Differential Privacy", Abadi et al. 2016) is global
-  (eps, delta = 1e-6)-DP at the window unit on its weights: at the record unit it is drawn as
-  *not covering the chosen unit* (a record lies in up to L + H windows, so a window guarantee
-  gives no useful record guarantee);
+  (eps, delta = 1e-6)-DP on its weights at the window unit, and at the record unit through the
+  structured-subsampling accountant (:mod:`qpriv.privacy.record_dpsgd`; its record cells carry
+  ``unit record`` in their key), as are ``dpsgd-tuned``, ``dpsgd-linear`` and
+  ``dpsgd-dlinear``;
 * ``ldpt`` (the LDPT paper) takes the paper's local per-pass eps of the feature path at the
   token unit: it covers neither the forecast targets nor the trained weights, and is drawn so;
   ``ldpt-signed`` (the feature path that keeps each token's sign and scale, its neighbouring

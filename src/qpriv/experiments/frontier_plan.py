@@ -142,7 +142,8 @@ def plan(
             method=name, role=role,
             eps=tuple(float(v) for v in sorted(eps)) if entry.needs_eps else (None,),
             seeds=tuple(range(FIRST_SEED, FIRST_SEED + count)),
-            unit=unit if role == COVERS and entry.family == LINEAR else None,
+            unit=unit if role == COVERS and (entry.family == LINEAR or unit == "record")
+            else None,
             family=entry.family))
     return series
 

@@ -35,7 +35,7 @@ FLOOR_COVERS = ("reads no training data (eps = 0; its one fixed design was chose
 """What the floor's row covers: it reads nothing, and how its design was chosen."""
 SCALER_NOT_PRIVATE = "the loader's (no guarantee)"
 SCALERS = {"private": SCALER_PRIVATE, "none": SCALER_PER_WINDOW, "data": SCALER_DECLARED,
-           "given": SCALER_DECLARED}
+           "given": SCALER_DECLARED, "public": SCALER_DECLARED}
 """How a row's method treats the z-score scaler (a statistic fitted on the training split is
 inside the guarantee, declared public, or named in the claim as released in the clear),
 from a linear fit's ``fit.scaler``; the trained methods z-score with the loader's scaler."""
@@ -130,12 +130,16 @@ def row_of(series: Series, *, eps: float | None, runs: Sequence[tuple[int, Path]
 
 def scaler_of(role: str, results: Sequence[ForecastResult]) -> str:
     """How the row's runs treat the z-score scaler (:data:`SCALERS`): a linear fit records
-    it (``fit.scaler``); every trained method z-scores with the loader's scaler, which its
-    claim names as released in the clear."""
+    it (``fit.scaler``), DP-SGD at the record unit names it in its claim (private or declared
+    public); every other trained method z-scores with the loader's scaler, which its claim
+    names as released in the clear."""
     if role == FLOOR:
         return SCALER_NO_DATA
     if role == NON_PRIVATE:
         return SCALER_NOT_PRIVATE
     fit = results[0].raw.get("fit") if results else None
     treatment = fit.get("scaler") if isinstance(fit, dict) else None
+    claim = results[0].claims.get("eps") if results else None
+    if treatment is None and claim is not None:
+        treatment = claim.details.get("scaler")
     return SCALERS.get(treatment, SCALER_CLEAR)

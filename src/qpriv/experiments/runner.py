@@ -195,6 +195,13 @@ def reproduce_job(cell: Cell, *, metrics: Sequence[str], budget: Budget, out_dir
                                           threads=threads))
 
 
+def cell_settings(cell: Cell) -> tuple[str | None, dict[str, Any]]:
+    """A cell's privacy unit (a frontier's record-unit DP-SGD cell names one in its key; None:
+    the method's default) and its model overrides."""
+    overrides = dict(cell.overrides)
+    return overrides.pop("unit", None), overrides
+
+
 def cell_cores(cell: Cell, *, budget: Budget, threads: int) -> int:
     """The CPU cores the cell keeps busy: its ``threads`` torch threads, and one more where its
     model draws each batch's quantum features or noise ahead in a second thread
@@ -205,7 +212,7 @@ def cell_cores(cell: Cell, *, budget: Budget, threads: int) -> int:
         return threads
     base = ModelConfig(seq_len=budget.seq_len, horizon=cell.horizon, n_channels=1)
     setup = setup_method(cell.method, base=base, eps=cell.eps,
-                         overrides=dict(budget.model) | dict(cell.overrides))
+                         overrides=dict(budget.model) | cell_settings(cell)[1])
     return threads + int(setup.config.draws_ahead)
 
 
@@ -224,7 +231,8 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
     data is that file, not the dataset ``cell.dataset`` names (``data_dir`` is then None)."""
 
     run_dir = cell_dir(cell, budget=budget, out_dir=out_dir)
-    overrides = dict(budget.model) | dict(cell.overrides)
+    unit, overrides = cell_settings(cell)
+    overrides = dict(budget.model) | overrides
     batch = None
     if budget.max_train_windows is not None:  # a small budget still fits one batch
         batch = min(512 if cell.method == "dpsgd-tuned" else 64, budget.max_train_windows)
@@ -237,7 +245,8 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
             max_eval_windows=budget.max_eval_windows, seq_len=budget.seq_len,
             overrides=overrides or None, out_dir=run_dir,
             resume=(run_dir / CHECKPOINT_FILE).is_file(), progress=progress,
-            threads=threads, rigorous=budget.rigorous, **data_arguments(csv, data_dir=data_dir),
+            threads=threads, rigorous=budget.rigorous, unit=unit,
+            **data_arguments(csv, data_dir=data_dir),
         ).to_json()
 
     cached_json(run_dir / RESULT_FILE, train, damaged="refuse", fix=_recompute_cell(run_dir),

@@ -218,8 +218,8 @@ def load_backbone_run(run_dir: str | Path, *, data_dir: str | Path | None = None
     path, request, parsed = _open(run_dir)
     if _is_linear(request):
         raise InvalidInputError(
-            f"{path} is a run of the linear forecaster {request['method']!r}, fitted in closed "
-            f"form ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
+            f"{path} is a run of the linear forecaster {request['method']!r}, saved as one "
+            f"kernel ({LINEAR_MODEL_FILE}): this reads runs of the LDPT backbone (best.pt)")
     return _load_backbone(path, request, parsed, data_dir=data_dir)
 
 

@@ -24,6 +24,12 @@ import numpy as np
 from qpriv.errors import ArgumentError, require_in_range
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS
+from qpriv.forecasting.dlinear import (
+    DPSGD_SETTINGS,
+    dlinear_record,
+    fit_dlinear,
+    fit_dpsgd_dlinear,
+)
 from qpriv.forecasting.inference import InferenceRecord, source_notes
 from qpriv.forecasting.linear import (
     SELECT_CHOICES,
@@ -39,6 +45,7 @@ from qpriv.forecasting.linear import (
     public_forecaster,
 )
 from qpriv.forecasting.linear_dpsgd import (
+    DEFAULTS,
     DPSGD_LINEAR_DESIGN,
     dpsgd_linear_schedule,
     fit_dpsgd_linear,
@@ -57,6 +64,13 @@ from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 from qpriv.threads import torch_threads
 
+DPSGD_TRAINED = ("dpsgd-linear", "dpsgd-dlinear")
+"""The linear-family methods trained by DP-SGD on the kept training windows."""
+DLINEAR = ("dlinear", "dpsgd-dlinear")
+"""The linear-family methods of the DLinear architecture (no feature design)."""
+TRAINED = ("dlinear", *DPSGD_TRAINED)
+"""The linear-family methods trained by gradient steps at fixed settings (the others are fitted
+in closed form)."""
 SCALERS = ("private", "public")
 """How dp-linear treats the z-score scaler at the record unit: estimated under the guarantee
 (``private``, the default) or declared public by the user (``public``: the loader's scaler,
@@ -118,8 +132,9 @@ def run_linear(
             else default_spec(data, period=period)
         linear_maps(spec, seq_len=seq_len, horizon=horizon)
         if private:  # a delta of 1/n or more promises nothing: refused before any file
-            require_meaningful_delta(delta, units=len(data.train) if method == "dpsgd-linear"
-                                     else protected_units(data, unit), unit=unit)
+            require_meaningful_delta(delta, units=len(data.train) if method in DPSGD_TRAINED
+                                     and unit == "window" else protected_units(data, unit),
+                                     unit=unit)
         request = {
             "dataset": data.dataset, "source": str(data.source or ""),
             "source_sha256": None if csv is None else data.source_sha256,
@@ -128,11 +143,12 @@ def run_linear(
             "method": method, "eps_per_pass": None, "eps": eps, "delta": delta, "unit": unit,
             "clip_range": clip_range, "scaler": scaler, "seed": seed,
             "max_train_windows": max_train_windows, "max_eval_windows": max_eval_windows,
-            "model": {"family": LINEAR, "spec": asdict(spec)},
+            "model": {"family": LINEAR, **_model_record(method, spec)},
             **({"select": select} if select is not None else {}),
         }
-        if method == "dpsgd-linear":
-            dpsgd_linear_schedule(len(data.train))  # too few windows: refused, nothing written
+        if method in DPSGD_TRAINED:  # too few windows: refused, nothing written
+            dpsgd_linear_schedule(len(data.train), DPSGD_SETTINGS if method == "dpsgd-dlinear"
+                                  else DEFAULTS)
         finished = open_run(out, request, resume=resume,
                             ignore={"source"} if data.dataset in DATASETS else ())
         if finished is not None:
@@ -168,7 +184,7 @@ def run_linear(
         "privacy": entry.privacy, "eps_per_pass": None,
         **({"eps": claim_entries[0]} if claim_entries else {}),
         "claims": claim_entries, "unit": unit,
-        "model": {"family": LINEAR, "name": model.name, "spec": asdict(model.spec)},
+        "model": {"family": LINEAR, "name": model.name, **_model_record(method, model.spec)},
         "fit": model.details,
         "privacy_notes": list(dict.fromkeys([
             *(note for claim in claims for note in claim.notes),
@@ -183,6 +199,13 @@ def run_linear(
         atomic_write_json(out / RESULT_FILE, result)
     # typed from the very object result.json holds: a run and its resume read the same
     return ForecastResult.from_json(result)
+
+
+def _model_record(method: str, spec: LinearSpec) -> dict:
+    """The model as config.json and result.json record it: the feature design of the fitted
+    forecasters, DLinear's architecture and training settings for the DLinear methods (which
+    use no design)."""
+    return dlinear_record(method) if method in DLINEAR else {"spec": asdict(spec)}
 
 
 def _checked_settings(method: str, *, eps: float | None, delta: float | None,
@@ -217,6 +240,10 @@ def _checked_settings(method: str, *, eps: float | None, delta: float | None,
     if clip_range is not None and not 0 < clip_range < math.inf:
         raise ArgumentError(f"{{clip_range}} = {clip_range:g} is not a finite number > 0; give "
                             "the value range R in z-scored units, e.g. 2")
+    if clip_range is not None and method in DPSGD_TRAINED:
+        raise ArgumentError("{clip_range} sets dp-linear's value range; DP-SGD clips each "
+                            "window's gradient instead, which bounds a replaced value's effect "
+                            "whatever it is: leave {clip_range} out")
     if clip_range is not None and unit == "window":
         raise ArgumentError("the window unit clips each window's features, not its values; "
                             "leave {clip_range} out")
@@ -233,8 +260,15 @@ def _fit(method: str, data: ForecastData, *, spec: LinearSpec, eps: float | None
         return public_forecaster(seq_len=data.seq_len, horizon=data.horizon, spec=spec), ()
     if method == "ridge":
         return fit_ridge(data, spec=spec), ()
+    if method == "dlinear":
+        return fit_dlinear(data, seed=seed), ()
+    if method == "dpsgd-dlinear":
+        model, claim = fit_dpsgd_dlinear(data, eps=eps, delta=delta, seed=seed, unit=unit,
+                                         scaler=scaler)
+        return model, (claim,)
     if method == "dpsgd-linear":
-        model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec)
+        model, claim = fit_dpsgd_linear(data, eps=eps, delta=delta, seed=seed, spec=spec,
+                                        unit=unit, scaler=scaler)
         return model, (claim,)
     model, claims = fit_dp_linear(data, eps=eps, delta=delta, unit=unit, seed=seed,
                                   clip=clip_range, select=select, period=period,
@@ -248,6 +282,6 @@ def _windows_read(method: str, data: ForecastData) -> int:
     ``max_train_windows`` kept for the trainers; DP-SGD's the kept ones."""
     if method == "public":
         return 0
-    if method == "dpsgd-linear":
+    if method in TRAINED:
         return len(data.train)
     return int(data.train.n_available)

@@ -42,8 +42,9 @@ class MethodSetup:
     (None without one); ``noise`` the scales it injects (e.g. ``{"p": ..., "sigma": ...}``);
     ``calibration`` Algorithm 1's output. ``training`` replaces fields of the
     :class:`~qpriv.training.trainer.TrainConfig` (e.g. the tuned DP-SGD's batch and epochs);
-    ``dpsgd`` asks for the DP-SGD step (``{"eps", "delta", "clip"}``), whose noise multiplier
-    needs the training-set size and so is computed when the data is loaded. ``notes`` say what
+    ``dpsgd`` asks for the DP-SGD step (``{"eps", "delta", "clip"}``, and ``"unit": "record"``
+    with its ``"scaler"`` at the record unit), whose noise multiplier needs the training-set
+    size and so is computed when the data is loaded. ``notes`` say what
     the method does not claim, e.g. where the paper claims more than the code enforces.
     ``rigorous`` holds the inverse calibration when the noise was set for a rigorous budget
     (:func:`qpriv.forecasting.rigorous.rigorous_setup`).
@@ -55,7 +56,7 @@ class MethodSetup:
     noise: Mapping[str, float] = field(default_factory=dict)
     calibration: Calibration | None = None
     training: Mapping[str, Any] = field(default_factory=dict)
-    dpsgd: Mapping[str, float] | None = None
+    dpsgd: Mapping[str, Any] | None = None
     notes: tuple[str, ...] = ()
     rigorous: Mapping[str, Any] | None = None
 
@@ -398,7 +399,7 @@ def _ldpt_signed_clean(base: ModelConfig, eps: float | None) -> MethodSetup:
 # -- baselines (the LDPT paper, section 7.2) -------------------------------------------------
 
 
-@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
+@register("dpsgd", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
           summary="classical + DP-SGD: per-window clipping C = 1, Poisson batches of 64, "
                   "Gaussian noise from Opacus's accountant for (eps, delta = 1e-6)")
 def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -406,7 +407,7 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
                    dpsgd={"eps": eps, "delta": GLOBAL_DELTA, "clip": 1.0})
 
 
-@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window",),
+@register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
           summary="DP-SGD with batch 512, 50 epochs and a 5-epoch learning-rate warm-up "
                   "(paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
@@ -505,7 +506,19 @@ _add(Method(name="dp-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None
             summary="channel-independent linear forecaster by sufficient-statistics "
                     "perturbation (AdaSSP); (eps, delta)-DP at the record or window unit, "
                     "scaler inside the guarantee"))
-_add(Method(name="dpsgd-linear", privacy=Kind.GLOBAL_DP, needs_eps=True, build=None,
-            family=LINEAR, units=("window",),
-            summary="DP-SGD (per-window clipping, Opacus RDP) on dp-linear's model, for "
-                    "comparison; (eps, delta)-DP at the window unit"))
+_add(Method(name="dlinear", privacy=NO_PRIVACY, needs_eps=False, build=None, family=LINEAR,
+            summary="DLinear (Zeng et al. 2023): moving-average trend/seasonal split, one "
+                    "linear head each, trained by the one trainer without noise"))
+
+
+def _add_dpsgd_trained(name: str, model: str) -> None:
+    """Register ``name``: the linear-family ``model`` trained by DP-SGD at either unit."""
+    _add(Method(name=name, privacy=Kind.GLOBAL_DP, needs_eps=True, build=None, family=LINEAR,
+                units=("window", "record"),
+                summary=f"{model} trained by DP-SGD (per-window clipping); (eps, delta)-DP at "
+                        "the window unit (Opacus RDP) or the record unit (structured-"
+                        "subsampling accountant, scaler private or public)"))
+
+
+_add_dpsgd_trained("dpsgd-linear", "dp-linear's model, for comparison,")
+_add_dpsgd_trained("dpsgd-dlinear", "DLinear")

@@ -30,7 +30,7 @@ from qpriv.forecasting.config import ModelConfig
 from qpriv.forecasting.csv_input import CsvFormat, format_setting
 from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord
-from qpriv.forecasting.linear_run import run_linear
+from qpriv.forecasting.linear_run import TRAINED, run_linear
 from qpriv.forecasting.methods import (
     DEFAULT_EPOCHS,
     LINEAR,
@@ -44,6 +44,12 @@ from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS, original_units
 from qpriv.forecasting.model import PAPER_PARAMETERS, LDPTForecaster
 from qpriv.forecasting.recipe import ForecasterRecipe, ForecasterTrainConfig
+from qpriv.forecasting.record_dpsgd import (
+    check_backbone_settings,
+    dpsgd_strategy,
+    record_scaling,
+    record_setup,
+)
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.rigorous import RIGOROUS_PRIVACY, rigorous_setup, rigorous_summary
 from qpriv.forecasting.run_claims import name_the_source, run_claims
@@ -52,15 +58,14 @@ from qpriv.privacy.budget import FEATURE_PATH_DELTA, GLOBAL_DELTA, PrivacyTarget
 from qpriv.privacy.calibration import MAX_EPS
 from qpriv.privacy.claims import Kind
 from qpriv.privacy.composition import advanced_composition
-from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.randomness import run_seed
+from qpriv.privacy.samplers import noise_sampler
 from qpriv.runs.directory import check_out_dir, open_run, read_settings
 from qpriv.runs.files import atomic_write_json
 from qpriv.runs.layout import CHECKPOINT_FILE, RESULT_FILE
 from qpriv.threads import check_threads, torch_threads
-from qpriv.training.dpsgd import DPSGDStrategy
 from qpriv.training.seeding import derive_seed, seed_everything
-from qpriv.training.trainer import StepStrategy, TrainConfig, Trainer, TrainResult
+from qpriv.training.trainer import StepStrategy, Trainer, TrainResult
 
 DEFAULT_DELTA_PRIME = 1e-6
 ADDED_REQUEST_KEYS = {"accounting": "paper", "delta": FEATURE_PATH_DELTA,
@@ -185,11 +190,12 @@ def run_forecast(
             period=period, seed=seed, max_train_windows=max_train_windows,
             max_eval_windows=max_eval_windows, out_dir=out_dir, resume=resume, threads=threads,
             csv_format=csv_format)
-    _refuse_linear_settings(method, clip_range=clip_range, scaler=scaler, select=select,
-                            period=period)
+    scaler = check_backbone_settings(entry, unit=unit, clip_range=clip_range, scaler=scaler,
+                                     select=select)
+    _refuse_period(method, period=period)
     plan = _plan(method, target=target, delta=delta, seq_len=seq_len, horizon=horizon,
                  overrides=overrides, epochs=epochs, batch_size=batch_size, seed=seed,
-                 eval_passes=eval_passes, progress=progress)
+                 eval_passes=eval_passes, progress=progress, scaler=scaler)
     return _run_backbone(
         plan, method=method, target=target, accounting=accounting, delta_prime=delta_prime,
         asked=_DataRequest(dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
@@ -237,11 +243,16 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
     out = check_out_dir(out_dir, resume=resume, marks=(CHECKPOINT_FILE, RESULT_FILE))
     with torch_threads(threads) as used_threads:
         data = asked.load()
+        scaling = (None if plan.scaler is None else record_scaling(
+            data, scaler=plan.scaler, eps=target.eps,
+            rng=noise_sampler(None if plan.secret
+                              else derive_seed(plan.train_config.seed, "scaler"))))
+        data = data if scaling is None else scaling.data
         setup = replace(plan.setup, config=replace(plan.setup.config,
                                                    n_channels=data.n_channels))
         plan = replace(plan, setup=setup)
-        strategy = _strategy(setup, n_train=len(data.train), train_config=plan.train_config,
-                             secure=plan.secret)
+        strategy = dpsgd_strategy(setup, n_train=len(data.train),
+                                  train_config=plan.train_config, secure=plan.secret)
         # before training: a failure here costs nothing, and the answer is cached
         rigorous_part = (
             {"rigorous": rigorous_summary(setup.config, epochs=plan.epochs, delta=plan.delta,
@@ -259,6 +270,9 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         if finished is not None:
             return ForecastResult.from_json(finished)
         trained = _train(plan, data=data, strategy=strategy, out=out, resume=resume)
+        if scaling is not None:  # test metrics in the loader's z-units, as every run's
+            trained = replace(trained, test=scaling.loader_units(trained.test,
+                                                                 trained.by_channel))
 
     result = {
         "method": method, "dataset": data.dataset, "horizon": asked.horizon,
@@ -267,7 +281,7 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         **_feature_counts(trained.model),
         **run_claims(setup, epochs=plan.epochs, delta_prime=delta_prime,
                      strategy=trained.trainer.strategy.report(), target=target,
-                     delta=plan.delta, secret=plan.secret),
+                     delta=plan.delta, secret=plan.secret, scaling=scaling),
         **rigorous_part,
         "model": setup.config.as_dict(),
         "train": plan.recorded_train,
@@ -276,6 +290,8 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
         "environment": {"torch": torch.__version__, "python": platform.python_version(),
                         "device": str(trained.trainer.device), "threads": used_threads},
     }
+    if scaling is not None:  # the scaler the model runs in: private, or declared public
+        result["inference"]["scaler_note"] = scaling.note
     name_the_source(result, source_sha256=request["source_sha256"])
     if out is not None:
         atomic_write_json(out / RESULT_FILE, result)
@@ -334,13 +350,9 @@ def _checked_target(entry: Method, *, eps: float | None, eps_total: float | None
     return target
 
 
-def _refuse_linear_settings(method: str, *, clip_range: float | None, scaler: str | None,
-                            select: str | None, period: int | None) -> None:
-    """Refuse the linear family's settings for a method of the backbone, which learns its own."""
-    for name, value in (("clip_range", clip_range), ("scaler", scaler), ("select", select)):
-        if value is not None:
-            raise ArgumentError(f"{{{name}}} sets the dp-linear fit; method {method!r} takes "
-                                f"none: leave {{{name}}} out")
+def _refuse_period(method: str, *, period: int | None) -> None:
+    """Refuse the linear family's seasonal period for a method of the backbone, which learns
+    its own (its other dp-linear settings: :func:`check_backbone_settings`)."""
     if period is not None:
         raise ArgumentError(f"{{period}} sets the linear forecasters' seasonal period; method "
                             f"{method!r} learns its own: leave {{period}} out")
@@ -349,18 +361,21 @@ def _refuse_linear_settings(method: str, *, clip_range: float | None, scaler: st
 def _refuse_training_settings(method: str, *, epochs: int | None, batch_size: int | None,
                               overrides: Mapping[str, Any] | None, eval_passes: int,
                               keep_checkpoints: bool) -> None:
-    """Refuse the settings of a trained model for a linear method, fitted in closed form."""
+    """Refuse the settings of a trained backbone for a linear method: fitted in closed form, or
+    trained (:data:`~qpriv.forecasting.linear_run.TRAINED`) at its own fixed settings."""
     ignored = {"epochs": epochs, "batch_size": batch_size, "overrides": overrides or None,
                "eval_passes": None if eval_passes == 1 else eval_passes}
     given = [name for name, value in ignored.items() if value is not None]
+    how = ("trains at fixed settings (its learning rate, batch and epochs are constants of "
+           "the method, not set per run)" if method in TRAINED else "is fitted in closed form")
     if given:
-        raise ArgumentError(f"method {method!r} is fitted in closed form: it has no "
+        raise ArgumentError(f"method {method!r} {how}: it takes no "
                             + ", ".join(f"{{{name}}}" for name in given) + "; leave "
                             + ("it" if len(given) == 1 else "them") + " out")
     if keep_checkpoints:
         raise ArgumentError(f"method {method!r} writes no checkpoints (a linear forecaster "
-                            "is fitted in one go, its kernel saved with its result); leave "
-                            "{keep_checkpoints} out")
+                            "is fitted or trained in one go, its kernel saved with its "
+                            "result); leave {keep_checkpoints} out")
 
 
 @dataclass(frozen=True)
@@ -372,6 +387,8 @@ class _Plan:
     train_config: ForecasterTrainConfig
     delta: float
     secret: bool
+    scaler: str | None = None
+    """A DP-SGD method at the record unit: its scaler, private or declared public."""
 
     @property
     def epochs(self) -> int:
@@ -385,9 +402,10 @@ class _Plan:
 
 def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq_len: int,
           horizon: int, overrides: Mapping[str, Any] | None, epochs: int | None,
-          batch_size: int | None, seed: int | None, eval_passes: int, progress: bool
-          ) -> _Plan:
-    """Build the backbone method at its budget and check its training settings and delta."""
+          batch_size: int | None, seed: int | None, eval_passes: int, progress: bool,
+          scaler: str | None = None) -> _Plan:
+    """Build the backbone method at its budget and check its training settings and delta;
+    ``scaler`` (a DP-SGD method at the record unit): how its scaler is treated."""
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
     if target is None:
         build_eps = None
@@ -398,6 +416,8 @@ def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq
     else:
         build_eps = target.eps
     setup = setup_method(method, base=base, eps=build_eps, overrides=overrides)
+    if scaler is not None:
+        setup = record_setup(setup, scaler=scaler)
     training = {"epochs": DEFAULT_EPOCHS, **setup.training}
     if epochs is not None:
         if training.get("warmup_epochs"):
@@ -425,7 +445,8 @@ def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq
     if target is not None and target.spend is Spend.OVER_TRAINING:
         setup = rigorous_setup(setup, eps_total=target.eps, delta=delta,
                                epochs=train_config.epochs)
-    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret)
+    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret,
+                 scaler=scaler)
 
 
 @dataclass(frozen=True)
@@ -477,24 +498,6 @@ def _outcome(trained: _Trained, *, data: ForecastData) -> dict:
     }
 
 
-def _strategy(setup: MethodSetup, *, n_train: int, train_config: TrainConfig,
-              secure: bool = False) -> StepStrategy | None:
-    """The DP-SGD step for methods that ask for it, its noise multiplier from Opacus's
-    accountant for this training set's sample rate and steps (None: plain steps); ``secure``
-    (a secret seed): its noise from the cryptographic sampler."""
-    if setup.dpsgd is None:
-        return None
-    spec = setup.dpsgd
-    q, steps = dpsgd_schedule(n_train=n_train, batch_size=train_config.batch_size,
-                              epochs=train_config.epochs)
-    sigma = noise_multiplier_for(eps=spec["eps"], delta=spec["delta"], sample_rate=q,
-                                 steps=steps)
-    return DPSGDStrategy(
-        clip=spec["clip"], noise_multiplier=sigma, sample_rate=q,
-        steps_per_epoch=steps // train_config.epochs, delta=spec["delta"],
-        seed=derive_seed(train_config.seed, "dp-noise"), target_eps=spec["eps"],
-        secure=secure,
-    )
 
 
 def _feature_counts(model: LDPTForecaster) -> dict:

@@ -5,7 +5,8 @@
 that guarantees, one :class:`~qpriv.privacy.claims.PrivacyClaim` per epsilon, each with what it
 covers and leaves out: the LDPT paper's per-pass local eps-QDP (its Algorithm 1) composed over
 the passes by eqs. 16 and 17, the rigorous record-level budget the channel was calibrated for,
-DP-SGD's global (eps, delta) on the weights, or DP-Input's Gaussian mechanism (eq. 1).
+DP-SGD's global (eps, delta) on the weights (at the record unit composed with its scaler,
+:func:`qpriv.forecasting.record_dpsgd.record_privacy`), or DP-Input's Gaussian mechanism (eq. 1).
 :func:`name_the_source` adds what a user's CSV escapes.
 """
 
@@ -15,6 +16,7 @@ from dataclasses import replace
 
 from qpriv.forecasting.inference import source_notes
 from qpriv.forecasting.methods import MethodSetup
+from qpriv.forecasting.record_dpsgd import RecordScaling, record_privacy
 from qpriv.forecasting.records import CLAIM_KEYS
 from qpriv.forecasting.rigorous import (
     RIGOROUS_PRIVACY,
@@ -47,9 +49,11 @@ SCALER_NOTE = ("the data loader's z-score scaler (the training split's per-chann
 
 
 def run_claims(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy: dict,
-               target: PrivacyTarget | None, delta: float, secret: bool) -> dict:
+               target: PrivacyTarget | None, delta: float, secret: bool,
+               scaling: RecordScaling | None = None) -> dict:
     """The privacy part of a result: each epsilon a :class:`PrivacyClaim` in its JSON form.
-    ``secret``: the run's seed is secret (else recorded: every claim says what that means)."""
+    ``secret``: the run's seed is secret (else recorded: every claim says what that means);
+    ``scaling``: the scaler of a record-unit DP-SGD run."""
     notes = list(setup.notes)
     drawn = randomness_note(secret=secret)
     if setup.privacy == RIGOROUS_PRIVACY:
@@ -69,6 +73,9 @@ def run_claims(setup: MethodSetup, *, epochs: int, delta_prime: float, strategy:
                 "p": setup.noise["p"], "gamma": setup.noise["gamma"],
                 "sigma": setup.noise["sigma"], "rigorous_calibration": setup.rigorous,
                 "privacy_notes": notes}
+    if setup.privacy == Kind.GLOBAL_DP and scaling is not None:
+        return record_privacy(strategy, scaling, privacy=setup.privacy, notes=(
+            *notes, HISTORY_NOTE, DIVERGENCE_NOTE, drawn))
     if setup.privacy == Kind.GLOBAL_DP:
         claim = PrivacyClaim.from_json(strategy["eps"])
         claim_notes = [

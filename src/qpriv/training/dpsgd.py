@@ -32,6 +32,8 @@ from torch.func import functional_call, grad_and_value, vmap
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.dpsgd_accounting import ACCOUNTANTS, dpsgd_epsilon
+from qpriv.privacy.record_dpsgd import ACCOUNTANT as RECORD_ACCOUNTANT
+from qpriv.privacy.record_dpsgd import record_dpsgd_epsilon
 from qpriv.privacy.samplers import TORCH_SEEDED, SecureModeGaussian, sampler_note
 from qpriv.runs.files import changed_settings
 from qpriv.training.trainer import StepStrategy
@@ -258,7 +260,10 @@ class DPSGDStrategy(StepStrategy):
     seeded shuffle generator; ``seed`` seeds the Gaussian noise, or ``secure`` (a release: the
     run's seed is secret) draws it from a cryptographic generator instead
     (:class:`qpriv.privacy.samplers.SecureModeGaussian`); the claim names which. Both states
-    go into the checkpoint.
+    go into the checkpoint. ``windows_per_record`` (k) states the guarantee at the record unit
+    instead of the window unit: the eps is then
+    :func:`qpriv.privacy.record_dpsgd.record_dpsgd_epsilon` for a record held by k windows (and
+    ``noise_multiplier`` must have been calibrated so).
     """
 
     name = "dpsgd"
@@ -268,6 +273,7 @@ class DPSGDStrategy(StepStrategy):
         self, *, clip: float, noise_multiplier: float, sample_rate: float,
         steps_per_epoch: int, delta: float, seed: int, accountant: str = "rdp",
         target_eps: float | None = None, chunk_size: int | None = None, secure: bool = False,
+        windows_per_record: int | None = None,
     ) -> None:
         self.clip = require_in_range("clip", clip, low=0.0, hint="the clipping norm C is > 0")
         self.noise_multiplier = require_in_range("noise_multiplier", noise_multiplier, low=0.0,
@@ -278,6 +284,9 @@ class DPSGDStrategy(StepStrategy):
         self.accountant = accountant
         self.target_eps = target_eps
         self.chunk_size = chunk_size
+        self.windows_per_record = (None if windows_per_record is None else
+                                   require_positive_int("windows_per_record",
+                                                        windows_per_record))
         self.steps = 0
         self.clipped: list[float] = []
         self.noise: torch.Generator | SecureModeGaussian = (
@@ -315,9 +324,11 @@ class DPSGDStrategy(StepStrategy):
     def settings(self) -> dict:
         """What the accountant reads besides the steps: a checkpoint of other settings would
         count its steps at the wrong sigma or q."""
+        record = ({} if self.windows_per_record is None
+                  else {"windows_per_record": self.windows_per_record})
         return {"clip": self.clip, "noise_multiplier": self.noise_multiplier,
                 "sample_rate": self.sample_rate, "steps_per_epoch": self.steps_per_epoch,
-                "delta": self.delta, "accountant": self.accountant}
+                "delta": self.delta, "accountant": self.accountant, **record}
 
     def state_dict(self) -> dict:
         return {"steps": self.steps, "noise": self.noise.get_state(), "clipped": self.clipped,
@@ -341,10 +352,14 @@ class DPSGDStrategy(StepStrategy):
 
     def report(self) -> dict:
         """The strategy's settings and the privacy spent so far, labelled."""
-        spent = (dpsgd_epsilon(noise_multiplier=self.noise_multiplier,
-                               sample_rate=self.sample_rate, steps=self.steps, delta=self.delta,
-                               accountant=self.accountant)
-                 if self.steps and self.noise_multiplier > 0 else None)
+        spent = (self._spent() if self.steps and self.noise_multiplier > 0 else None)
+        if self.windows_per_record is None:
+            unit, accountant = Unit.WINDOW, ACCOUNTANTS[self.accountant]
+            neighbourhood = "add or remove one training window (all its channels)"
+        else:
+            unit, accountant = Unit.RECORD, RECORD_ACCOUNTANT
+            neighbourhood = (f"replace one value of one channel at one time step, held by up "
+                             f"to k = {self.windows_per_record} training windows")
         return {
             "strategy": self.name,
             "clip": self.clip,
@@ -353,15 +368,24 @@ class DPSGDStrategy(StepStrategy):
             "clipped_fraction": sum(self.clipped) / max(len(self.clipped), 1),
             "noise_multiplier": {"value": self.noise_multiplier, "kind": "DP-SGD noise "
                                  "multiplier", "accounting": "rigorous",
-                                 "accountant": ACCOUNTANTS[self.accountant]},
+                                 "accountant": accountant},
             "eps": PrivacyClaim(
                 value=spent, delta=self.delta, kind=Kind.GLOBAL_DP,
-                accounting=Accounting.RIGOROUS, unit=Unit.WINDOW, covers=COVERS_WEIGHTS,
+                accounting=Accounting.RIGOROUS, unit=unit, covers=COVERS_WEIGHTS,
                 notes=(sampler_note(self.noise_sampler),),
-                details={"target": self.target_eps, "accountant": ACCOUNTANTS[self.accountant],
+                details={"target": self.target_eps, "accountant": accountant,
                          "noise_sampler": self.noise_sampler,
-                         "neighbourhood": "add or remove one training window (all its "
-                                          "channels)",
+                         "neighbourhood": neighbourhood,
                          "sampling": f"Poisson, rate q = {self.sample_rate:.6g}"},
             ).to_json(),
         }
+
+    def _spent(self) -> float:
+        if self.windows_per_record is None:
+            return dpsgd_epsilon(noise_multiplier=self.noise_multiplier,
+                                 sample_rate=self.sample_rate, steps=self.steps,
+                                 delta=self.delta, accountant=self.accountant)
+        return record_dpsgd_epsilon(noise_multiplier=self.noise_multiplier,
+                                    sample_rate=self.sample_rate, steps=self.steps,
+                                    windows_per_record=self.windows_per_record,
+                                    delta=self.delta)

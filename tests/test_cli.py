@@ -292,8 +292,9 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     assert [line.split("] epoch")[0] + "]" for line in epochs[:3]] == [
         "[1/5 classical]", "[2/5 LDPT eps=1.0]", "[3/5 LDPT eps=0.1]"]
     assert all("val loss" in line for line in epochs)
-    assert any(line.startswith("[5/5 frontier] [13/17 ETTh1-H24-dpsgd-eps0.1-s2024] epoch 1/1")
-               for line in err)
+    # DP-SGD at the record unit: its own cell key (issue 46)
+    assert any(line.startswith("[5/5 frontier] [13/17 ETTh1-H24-dpsgd-eps0.1-unitrecord-s2024] "
+                               "epoch 1/1") for line in err)
     assert any(line.startswith("[4/5 channel audit] exact channel audit") for line in err)
     done = [line for line in err if " done; the job: " in line]
     assert len(done) == 5 and done[-1].startswith("[5/5 frontier] done; the job: 100 % of the "

@@ -421,7 +421,8 @@ def quickstart_frontier(*, dataset: str = "ETTh1", horizon: int = 24,
     (eps, delta)-DP), DP-SGD (record-level too, by the record-unit accountant of
     :mod:`qpriv.privacy.record_dpsgd`) and LDPT at the paper's per-pass notion (covering
     neither the targets nor the weights), against the public floor and the non-private
-    ``ridge`` and ``classical``, at :data:`QUICK_FRONTIER_EPS`. Written under ``out_dir/frontier``."""
+    ``ridge`` and ``classical``, at :data:`QUICK_FRONTIER_EPS`. Written under
+    ``out_dir/frontier``."""
     return run_frontier(dataset=dataset, horizon=horizon, unit="record",
                         eps=QUICK_FRONTIER_EPS, budget=budget,
                         out_dir=Path(out_dir) / "frontier", data_dir=data_dir,

@@ -116,6 +116,7 @@ def test_the_score_is_the_exact_skellam_likelihood_ratio():
     (["--method", "fed-dp-linear", "--eps", "1", "--observe", "kernel"], "SecAgg+ sum"),
     (["--method", "dp-linear", "--eps", "1", "--sites", "4"], "only fed-dp-linear"),
     (["--method", "fed-dp-linear", "--eps", "1", "--sites", "1"], "at least 2"),
+    (["--method", "fed-dp-linear", "--eps", "1", "--sites", "65"], "2 to 64 sites"),
     (["--method", "fed-dp-linear", "--unit", "example", "--eps", "1"], "not one of"),
 ])
 def test_bad_federated_requests_are_one_line_and_exit_2(capsys, argv, words):

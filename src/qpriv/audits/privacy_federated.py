@@ -31,11 +31,13 @@ of the data as the site's) and only the shares are redrawn, with the protocol's 
 :func:`~qpriv.federated.protocol.noise_share`: one trial's canary-site vector is
 ``site_update`` bit for bit at the same generator (a test checks it).
 
-**The test.** Every mu here is at least ~1e9 (the quantisation scale is a large power of two),
-and there ``log Sk(mu)``'s probability mass differs from the log-density of ``N(0, 2 mu)``
-by less than 1e-9 within five standard deviations, so the Gaussian approximation of the exact
-likelihood ratio is used: the release minus the known sum on D, projected on the canary's
-integer change weighted by ``1 / (2 mu_j)`` (a test checks it against
+**The test.** The quantisation scale is a large power of two, so every entry's total mu is
+large: above 7e7 at every setting the command takes (eps up to dp-linear's maximum, up to
+:data:`MAX_SITES` sites; 1e10 to 1e15 at 3 sites), where one entry's exact Skellam
+log-likelihood ratio for a shift of 0.3 standard deviations differs from the Gaussian
+``N(0, 2 mu)``'s by under 3e-9 (2e-7 at mu = 1e6). So the Gaussian approximation of the exact
+likelihood-ratio test is used: the release minus the known sum on D, projected on the
+canary's integer change weighted by ``1 / (2 mu_j)`` (a test checks it against
 ``scipy.stats.skellam``'s exact log-likelihood ratio). Canaries are the central game's
 (:func:`~qpriv.audits.privacy_linear.canary_pair`): the worst record found by search or the
 window sensitivity's equality case, or a random one. ``reach`` is the canary's whitened integer
@@ -84,6 +86,8 @@ the ``threshold`` survivors (too little noise when sites drop); the shares calib
 scaled sensitivity without the rounding term ``sqrt(dim)``."""
 SITES = 3
 """The audit's federation: sites, of which one drops (threshold ``sites - 1``, at least 2)."""
+MAX_SITES = 64
+"""The most sites a game takes: it loads one dataset and draws one share per survivor."""
 
 
 def site_data(index: int) -> ForecastData:
@@ -212,8 +216,9 @@ def audit_federated_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: 
     start = time.perf_counter()
     trials, confidence = check_game(unit=unit, canary=canary, trials=trials,
                                     confidence=confidence, bug=bug, bugs=PLANTED_BUGS)
-    if sites < 2:
-        raise InvalidInputError(f"sites = {sites}: a federation needs at least 2")
+    if not 2 <= sites <= MAX_SITES:
+        raise InvalidInputError(f"sites = {sites}: the game takes 2 to {MAX_SITES} sites (a "
+                                "federation needs at least 2; each survivor costs a dataset)")
     threshold = max(2, sites - 1) if threshold is None else threshold
     game, plan, canary_info = federated_round(unit=unit, eps=eps, delta=delta, canary=canary,
                                               sites=sites, threshold=threshold, seed=seed,

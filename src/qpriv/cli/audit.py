@@ -106,8 +106,8 @@ def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
     pa.add_argument("--trials", type=positive_int, default=2000,
                     help="dp-linear, fed-dp-linear: releases drawn from each of D and D'")
     pa.add_argument("--sites", type=positive_int,
-                    help="fed-dp-linear: sites in the federation (default: 3), one of which "
-                         "drops out")
+                    help="fed-dp-linear: sites in the federation (2 to 64, default: 3), one of "
+                         "which drops out")
     pa.add_argument("--observe", choices=["statistics", "kernel"], default="statistics",
                     help="dp-linear: the attacker reads the noisy statistics the kernel is "
                          "solved from, or only the kernel")

@@ -164,7 +164,7 @@ def test_a_run_folder_gives_its_settings(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--method", "fed-dp-linear", "--eps", "1"], "no privacy audit yet"),
+    (["--method", "dpsgd-tuned", "--eps", "1"], "no privacy audit yet"),
     (["--method", "dp-linear", "--unit", "example", "--eps", "1"], "not one of dp-linear's"),
     (["--method", "dp-linear"], "give RUN_DIR, or --method and --eps"),
     (["--method", "dp-linear", "--eps", "1", "--trials", "50"], "too few"),

@@ -5,6 +5,8 @@ Jagielski, Ullman & Oprea 2020 and Nasr et al. 2021; Steinke, Nasr & Jagielski 2
 
 * ``dp-linear`` (record and window units): the many-run game of
   :mod:`qpriv.audits.privacy_linear`;
+* ``fed-dp-linear`` (federated dp-linear, record and window units): the same game on the
+  SecAgg+ sum the server sees, :mod:`qpriv.audits.privacy_federated`;
 * ``classifier`` (DP-SGD, example unit) and ``clipless`` (the projected Lipschitz MLP of
   clipless DP-SGD, example unit, at its analytic bound): the one-run game of
   :mod:`qpriv.audits.privacy_dpsgd`;
@@ -18,8 +20,7 @@ whose ``details["bound"]`` is :data:`~qpriv.privacy.claims.LOWER_BOUND`; the aud
 the bound exceeds the claim (the claim is then refuted, at the stated confidence).
 
 A new method joins by one entry of :data:`AUDITS` (its units and the function that plays its
-game); federated dp-linear is to be audited by the many-run game on the sum the server sees,
-once it exists (:data:`NOT_YET_AUDITED` says so meanwhile).
+game); :data:`NOT_YET_AUDITED` says why a method has none.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 from qpriv.audits.privacy_dpsgd import OneRunAudit, audit_dpsgd_one_run
 from qpriv.audits.privacy_dpsgd_forecast import audit_dpsgd_forecast_one_run
 from qpriv.audits.privacy_dpsgd_linear import audit_dpsgd_linear_one_run
+from qpriv.audits.privacy_federated import SITES, audit_federated_dp_linear
 from qpriv.audits.privacy_linear import audit_dp_linear
 from qpriv.errors import InvalidInputError
 from qpriv.privacy.budget import GLOBAL_DELTA
@@ -80,6 +82,20 @@ def _dp_linear(*, unit: str, eps: float, delta: float, canary: str, trials: int,
                         details={"game": "many-run", **details})
 
 
+def _fed_dp_linear(*, unit: str, eps: float, delta: float, canary: str, trials: int,
+                   seed: int, observe: str, canaries: int | None,
+                   sites: int = SITES) -> PrivacyAudit:
+    if observe != "statistics":
+        raise InvalidInputError(f"observe = {observe!r}: the federated game reads the SecAgg+ "
+                                "sum the server sees; leave --observe out")
+    audit = audit_federated_dp_linear(unit=unit, eps=eps, delta=delta, canary=canary,
+                                      trials=trials, seed=seed, sites=sites)
+    details = audit.as_dict()
+    del details["claim"], details["lower_bound"]
+    return PrivacyAudit(method="fed-dp-linear", claim=audit.claim,
+                        lower_bound=audit.lower_bound, details={"game": "many-run", **details})
+
+
 def _one_run(method: str, audit: OneRunAudit) -> PrivacyAudit:
     details = audit.as_dict()
     del details["claim"], details["lower_bound"]
@@ -126,6 +142,7 @@ class MethodAudit:
 
 AUDITS: dict[str, MethodAudit] = {
     "dp-linear": MethodAudit(units=("record", "window"), delta=1e-6, play=_dp_linear),
+    "fed-dp-linear": MethodAudit(units=("record", "window"), delta=1e-6, play=_fed_dp_linear),
     "classifier": MethodAudit(units=("example",), delta=1e-5, play=_classifier),
     "clipless": MethodAudit(units=("example",), delta=1e-5, play=_clipless),
     "dpsgd-linear": MethodAudit(units=("window",), delta=1e-6, play=_dpsgd_linear),
@@ -137,8 +154,6 @@ NOT_YET_AUDITED = {
             "channel and qpriv account's distinguishing game audit it",
     "dpsgd-tuned": "it takes dpsgd's DP-SGD step and accountant (batch 512, 50 epochs, a "
                    "warm-up), which the dpsgd game audits: audit dpsgd",
-    "fed-dp-linear": "federated dp-linear is audited by the many-run game on the sum the "
-                     "server sees once the method exists: add its entry to AUDITS",
 }
 
 
@@ -155,10 +170,12 @@ def _audited(method: str) -> MethodAudit:
 
 def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: float | None = None,
                   canary: str = "worst", trials: int = 2000, seed: int = 0,
-                  observe: str = "statistics", canaries: int | None = None) -> PrivacyAudit:
+                  observe: str = "statistics", canaries: int | None = None,
+                  sites: int | None = None) -> PrivacyAudit:
     """Audit ``method`` at ``unit`` (default: its first) and (``eps``, ``delta``) (default:
     the method's usual delta). ``canary``, ``trials`` and ``observe`` are the many-run game's;
-    ``canaries`` the one-run game's (None: the method's own count).
+    ``canaries`` the one-run game's (None: the method's own count); ``sites`` the federated
+    game's (None: :data:`~qpriv.audits.privacy_federated.SITES`).
 
     Raises:
         InvalidInputError: a method or unit without an audit, or a bad setting of its game.
@@ -167,9 +184,11 @@ def audit_privacy(*, method: str, unit: str | None = None, eps: float, delta: fl
     unit = entry.units[0] if unit is None else unit
     if unit not in entry.units:
         raise InvalidInputError(f"unit {unit!r} is not one of {method}'s units {entry.units}")
+    if sites is not None and method != "fed-dp-linear":
+        raise InvalidInputError(f"sites = {sites}: only fed-dp-linear is played over sites")
     return entry.play(unit=unit, eps=eps, delta=entry.delta if delta is None else delta,
                       canary=canary, trials=trials, seed=seed, observe=observe,
-                      canaries=canaries)
+                      canaries=canaries, **({} if sites is None else {"sites": sites}))
 
 
 def run_settings(run_dir: str | Path) -> dict[str, Any]:

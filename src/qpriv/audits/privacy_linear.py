@@ -299,7 +299,14 @@ def game_ceiling(*, eps: float, delta: float, trials: int, confidence: float = 0
     are N(0, 1) and N(1/z, 1), the rates sit at their expected values, and the threshold is
     the best on a fine grid. A finite game cannot certify more, so a bound is tight when it is
     near this, not near the claim."""
-    shift = 1.0 / gaussian_noise_multiplier(eps=eps, delta=delta)
+    return ceiling_at_shift(1.0 / gaussian_noise_multiplier(eps=eps, delta=delta),
+                            delta=delta, trials=trials, confidence=confidence)
+
+
+def ceiling_at_shift(shift: float, *, delta: float, trials: int,
+                     confidence: float = 0.95) -> float:
+    """:func:`game_ceiling` for scores N(0, 1) and N(``shift``, 1): the canary at the
+    sensitivity moves the whitened release by ``shift``."""
     thresholds = np.linspace(-4.0, shift + 8.0, 4001)
     hits = np.round(scipy.stats.norm.sf(thresholds - shift) * trials)
     false_hits = np.round(scipy.stats.norm.sf(thresholds) * trials)
@@ -307,6 +314,63 @@ def game_ceiling(*, eps: float, delta: float, trials: int, confidence: float = 0
     _, fpr_upper = clopper_pearson(false_hits, trials, confidence=confidence)
     return float(np.max(epsilon_from_rates(tpr_lower=tpr_lower, fpr_upper=fpr_upper,
                                            delta=delta)))
+
+
+@dataclass(frozen=True)
+class GameRates:
+    """The counted releases' outcome: hits on D', false hits on D, the planned threshold."""
+
+    hits: int
+    false_hits: int
+    tpr_lower: float
+    fpr_upper: float
+    threshold: float
+    value: float
+
+
+def play_many_runs(release_score: Callable[[np.random.Generator, bool], float], *, seed: int,
+                   trials: int, delta: float, confidence: float) -> GameRates:
+    """Score ``trials`` releases of D (``release_score(rng, False)``) and of D' (``True``),
+    each side on its own generator, with the threshold and direction planned from pilot
+    releases on two further generators, and bound eps at ``delta`` (module docstring)."""
+
+    def scores(prime: bool, stream: int, n: int) -> np.ndarray:
+        rng = np.random.default_rng([seed, stream])
+        return np.array([release_score(rng, prime) for _ in range(n)])
+
+    pilot = max(200, trials // 4)
+    pilot_first, pilot_second = scores(False, 2, pilot), scores(True, 3, pilot)
+    moments = (float(pilot_second.mean()), float(pilot_second.var()),
+               float(pilot_first.mean()), float(pilot_first.var()))
+    threshold, direction = planned_threshold(moments, score_range=(-np.inf, np.inf),
+                                             trials=trials, delta=delta,
+                                             confidence=confidence)
+    first, second = scores(False, 0, trials), scores(True, 1, trials)
+    if direction == "A":  # guess D' when the score is at least the threshold
+        hits, false_hits = int((second >= threshold).sum()), int((first >= threshold).sum())
+    else:
+        hits, false_hits = int((first < threshold).sum()), int((second < threshold).sum())
+    tpr_lower, _ = clopper_pearson(hits, trials, confidence=confidence)
+    _, fpr_upper = clopper_pearson(false_hits, trials, confidence=confidence)
+    value = float(epsilon_from_rates(tpr_lower=tpr_lower, fpr_upper=fpr_upper, delta=delta))
+    return GameRates(hits=hits, false_hits=false_hits, tpr_lower=float(tpr_lower),
+                     fpr_upper=float(fpr_upper), threshold=threshold, value=value)
+
+
+def check_game(*, unit: str, canary: str, trials: int, confidence: float,
+               bug: str | None, bugs: tuple[str, ...]) -> tuple[int, float]:
+    """(trials, confidence) checked, with the unit, canary and planted bug (one line each)."""
+    if unit not in ("record", "window"):
+        raise InvalidInputError(f"unit = {unit!r}: dp-linear is audited at 'record' or 'window'")
+    if canary not in CANARIES:
+        raise InvalidInputError(f"canary = {canary!r} is not one of {CANARIES}")
+    if bug is not None and bug not in bugs:
+        raise InvalidInputError(f"bug = {bug!r} is not one of {bugs}")
+    trials = require_positive_int("trials", trials)
+    if trials < 100:
+        raise InvalidInputError(f"trials = {trials} is too few for a lower bound; use >= 100")
+    return trials, require_in_range("confidence", confidence, low=0.0, high=1.0,
+                                    high_inclusive=False)
 
 
 @dataclass(frozen=True)
@@ -351,19 +415,10 @@ def audit_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: float = 1e
         InvalidInputError: an unknown unit, canary or bug, too few trials, or a bad budget.
     """
     start = time.perf_counter()
-    if unit not in ("record", "window"):
-        raise InvalidInputError(f"unit = {unit!r}: dp-linear is audited at 'record' or 'window'")
-    if canary not in CANARIES:
-        raise InvalidInputError(f"canary = {canary!r} is not one of {CANARIES}")
     if observe not in OBSERVED:
         raise InvalidInputError(f"observe = {observe!r} is not one of {OBSERVED}")
-    if bug is not None and bug not in PLANTED_BUGS:
-        raise InvalidInputError(f"bug = {bug!r} is not one of {PLANTED_BUGS}")
-    trials = require_positive_int("trials", trials)
-    if trials < 100:
-        raise InvalidInputError(f"trials = {trials} is too few for a lower bound; use >= 100")
-    confidence = require_in_range("confidence", confidence, low=0.0, high=1.0,
-                                  high_inclusive=False)
+    trials, confidence = check_game(unit=unit, canary=canary, trials=trials,
+                                    confidence=confidence, bug=bug, bugs=PLANTED_BUGS)
     if data is None:
         data = load_forecasting_data(csv=audit_dataset(seed=0), **AUDIT_SHAPE)
     the_unit = Unit(unit)
@@ -373,28 +428,10 @@ def audit_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: float = 1e
     pair = canary_pair(data, unit=the_unit, eps=eps, delta=delta, canary=canary,
                        rng=np.random.default_rng([seed, 9]), bug=bug)
     score = (_kernel_scorer if observe == "kernel" else _statistics_scorer)(pair)
-
-    def scores(which: LinearMechanism, stream: int, n: int) -> np.ndarray:
-        rng = np.random.default_rng([seed, stream])
-        return np.array([score(rng, which) for _ in range(n)])
-
-    pilot = max(200, trials // 4)
-    pilot_first, pilot_second = scores(pair.first, 2, pilot), scores(pair.second, 3, pilot)
-    moments = (float(pilot_second.mean()), float(pilot_second.var()),
-               float(pilot_first.mean()), float(pilot_first.var()))
-    threshold, direction = planned_threshold(moments, score_range=(-np.inf, np.inf),
-                                             trials=trials, delta=delta,
-                                             confidence=confidence)
-    first, second = scores(pair.first, 0, trials), scores(pair.second, 1, trials)
-    if direction == "A":  # guess D' when the score is at least the threshold
-        hits, false_hits = int((second >= threshold).sum()), int((first >= threshold).sum())
-    else:
-        hits, false_hits = int((first < threshold).sum()), int((second < threshold).sum())
-    tpr_lower, _ = clopper_pearson(hits, trials, confidence=confidence)
-    _, fpr_upper = clopper_pearson(false_hits, trials, confidence=confidence)
-    value = float(epsilon_from_rates(tpr_lower=tpr_lower, fpr_upper=fpr_upper, delta=delta))
+    rates = play_many_runs(lambda rng, prime: score(rng, pair.second if prime else pair.first),
+                           seed=seed, trials=trials, delta=delta, confidence=confidence)
     bound = PrivacyClaim(
-        value=value, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
+        value=rates.value, delta=delta, kind=Kind.GLOBAL_DP, accounting=Accounting.RIGOROUS,
         unit=the_unit, covers=claim.covers,
         notes=(f"a many-run audit: {trials} releases from D and from D' ({canary} canary), "
                f"the likelihood-ratio test of the {observe} along the canary's effect, "
@@ -406,8 +443,8 @@ def audit_dp_linear(*, unit: str = "record", eps: float = 1.0, delta: float = 1e
                  "observed": observe, "canary": canary})
     return LinearAudit(
         claim=claim, lower_bound=bound, trials=trials, confidence=confidence,
-        tpr=hits / trials, fpr=false_hits / trials, tpr_lower=float(tpr_lower),
-        fpr_upper=float(fpr_upper), threshold=threshold,
+        tpr=rates.hits / trials, fpr=rates.false_hits / trials, tpr_lower=rates.tpr_lower,
+        fpr_upper=rates.fpr_upper, threshold=rates.threshold,
         reach=_normalised_change(pair.first, pair.second),
         ceiling=game_ceiling(eps=eps, delta=delta, trials=trials, confidence=confidence),
         canary=pair.canary,

@@ -90,18 +90,24 @@ def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
     pa.add_argument("run_dir", metavar="RUN_DIR", nargs="?",
                     help="a finished private run: audit its method at its unit and budget; "
                          "or give --method, --unit and --eps")
-    pa.add_argument("--method", help="dp-linear, dpsgd-linear, dpsgd, classifier or clipless")
-    pa.add_argument("--unit", help="dp-linear: record (default) or window; dpsgd-linear, "
-                                   "dpsgd: window; classifier, clipless: example")
+    pa.add_argument("--method", help="dp-linear, fed-dp-linear, dpsgd-linear, dpsgd, "
+                                     "classifier or clipless")
+    pa.add_argument("--unit", help="dp-linear, fed-dp-linear: record (default) or window; "
+                                   "dpsgd-linear, dpsgd: window; classifier, clipless: example")
     pa.add_argument("--eps", type=float, help="the claimed budget")
     pa.add_argument("--delta", type=float,
-                    help="the claimed delta (default: 1e-6 for dp-linear, dpsgd-linear and dpsgd, "
+                    help="the claimed delta (default: 1e-6 for dp-linear, fed-dp-linear, "
+                         "dpsgd-linear and dpsgd, "
                          "1e-5 for classifier and clipless)")
     pa.add_argument("--canary", choices=["worst", "random"], default="worst",
-                    help="dp-linear: the worst-case neighbour the sensitivity proof names, or a "
+                    help="dp-linear, fed-dp-linear: the worst-case neighbour the sensitivity "
+                         "proof names, or a "
                          "random one")
     pa.add_argument("--trials", type=positive_int, default=2000,
-                    help="dp-linear: releases drawn from each of D and D'")
+                    help="dp-linear, fed-dp-linear: releases drawn from each of D and D'")
+    pa.add_argument("--sites", type=positive_int,
+                    help="fed-dp-linear: sites in the federation (2 to 64, default: 3), one of "
+                         "which drops out")
     pa.add_argument("--observe", choices=["statistics", "kernel"], default="statistics",
                     help="dp-linear: the attacker reads the noisy statistics the kernel is "
                          "solved from, or only the kernel")
@@ -262,7 +268,7 @@ def run_privacy(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     audit = audit_privacy(**settings, canary=args.canary, trials=args.trials, seed=args.seed,
-                          observe=args.observe, canaries=args.canaries)
+                          observe=args.observe, canaries=args.canaries, sites=args.sites)
     if args.json:
         emit_json(audit.as_dict())
         return 0 if audit.passed else 1

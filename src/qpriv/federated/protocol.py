@@ -75,7 +75,8 @@ from qpriv.privacy.skellam import (
 )
 from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
 
-__all__ = ["MODULUS", "FederatedPlan", "decode_and_solve", "plan_federation", "site_update"]
+__all__ = ["MODULUS", "FederatedPlan", "decode_and_solve", "noise_share", "plan_federation",
+           "quantise", "site_update"]
 
 MODULUS = 2 ** 32
 """Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
@@ -254,13 +255,24 @@ def site_update(data: ForecastData, plan: FederatedPlan, *,
     a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
                                  clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
                                  rescale=plan.unit == "window")
+    vector = quantise(a, b, plan)
+    return vector + noise_share(plan, dims=_dims(maps), rng=rng) if plan.noise else vector
+
+
+def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
+    """The integers a site sends before its noise: ``round(gamma s)`` of A's upper triangle,
+    then of B (module docstring)."""
     upper = a[np.triu_indices(a.shape[0])]
-    q_a = np.rint(plan.scale * upper).astype(np.int64)
-    q_b = np.rint(plan.scale * b.ravel()).astype(np.int64)
-    if plan.noise:
-        q_a = q_a + skellam_noise(plan.mu_a_site, q_a.shape, rng=rng)
-        q_b = q_b + skellam_noise(plan.mu_b_site, q_b.shape, rng=rng)
-    return np.concatenate([q_a, q_b])
+    return np.concatenate([np.rint(plan.scale * upper).astype(np.int64),
+                           np.rint(plan.scale * b.ravel()).astype(np.int64)])
+
+
+def noise_share(plan: FederatedPlan, *, dims: tuple[int, int],
+                rng: np.random.Generator) -> np.ndarray:
+    """One site's Skellam share of the noise, ``Sk(mu_a_site)`` on A's ``dims[0]`` entries
+    then ``Sk(mu_b_site)`` on B's ``dims[1]``, in the order :func:`site_update` draws them."""
+    return np.concatenate([skellam_noise(plan.mu_a_site, (dims[0],), rng=rng),
+                           skellam_noise(plan.mu_b_site, (dims[1],), rng=rng)])
 
 
 def check_site(data: ForecastData, plan: FederatedPlan) -> None:

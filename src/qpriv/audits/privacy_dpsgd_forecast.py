@@ -3,7 +3,8 @@
 The one-run game of Steinke, Nasr & Jagielski 2023 ("Privacy auditing with one (1) training
 run"; :mod:`qpriv.audits.privacy_dpsgd`) on the LDPT backbone without its quantum path, trained
 exactly as ``qpriv train --method dpsgd`` trains it: the run's own plan, DP-SGD step and
-training (:mod:`qpriv.forecasting.run`'s ``_plan``, ``_strategy`` and ``_train``, imported
+training (:mod:`qpriv.forecasting.run`'s ``_plan`` and ``_train`` and
+:func:`qpriv.forecasting.record_dpsgd.dpsgd_strategy`, imported
 rather than rebuilt so that the game plays the method's mechanism: per-window clipping at
 C = 1, Poisson batches, the noise multiplier from Opacus's accountant, RAdam), on a small
 model and look-back so that a test affords it.
@@ -38,7 +39,8 @@ from qpriv.errors import require_positive_int
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.recipe import mse
-from qpriv.forecasting.run import _checked_target, _plan, _strategy, _train
+from qpriv.forecasting.record_dpsgd import dpsgd_strategy
+from qpriv.forecasting.run import _checked_target, _plan, _train
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.training.dpsgd import per_example_gradients, trainable_parameters
@@ -98,7 +100,7 @@ def audit_dpsgd_forecast_one_run(*, eps: float = 1.0, canaries: int = 100, guess
                  seed=seed + 1, eval_passes=1, progress=False)
     plan = replace(plan, setup=replace(plan.setup, config=replace(
         plan.setup.config, n_channels=data.n_channels)))
-    strategy = _strategy(plan.setup, n_train=len(data.train), train_config=plan.train_config)
+    strategy = dpsgd_strategy(plan.setup, n_train=len(data.train), train_config=plan.train_config)
     # the initial weights, as _train draws them: the auditor's reference point
     seed_everything(derive_seed(plan.train_config.seed, "model-init"))
     initial = LDPTForecaster(plan.setup.config)

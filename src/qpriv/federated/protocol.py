@@ -7,7 +7,8 @@ sensitivities of :mod:`qpriv.forecasting.linear`), quantises them to integers
 ``round(gamma s)`` (A's upper triangle, then B), adds its share ``Sk(mu_i)`` of Skellam noise
 (:mod:`qpriv.privacy.skellam`: the sum of shares is Skellam) and hands the vector to SecAgg+,
 which reveals only the sum. The server decodes ``sum / gamma``, repairs A and solves the ridge
-exactly as central dp-linear does (:func:`decode_and_solve`).
+exactly as central dp-linear does (:func:`decode_and_solve`). A site's part runs in
+:mod:`qpriv.federated.site`; the plan is :class:`qpriv.federated.plan.FederatedPlan`.
 
 Why Skellam: the sum of the survivors' shares is exactly ``Sk(sum mu_i)``, so the server's view
 is the central Skellam mechanism and its RDP bound applies as is; the distributed discrete
@@ -41,28 +42,25 @@ the Skellam accounting gets ``0.99 delta``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.forecasting.csv_input import series_frequency
+from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan
+from qpriv.federated.site import (  # re-exported: what a site runs
+    check_site,
+    site_update,
+    training_rows,
+)
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearForecaster,
-    _record_scaler,
     _sensitivities,
     check_dp_linear_eps,
 )
-from qpriv.forecasting.linear_design import (
-    DEFAULTS,
-    kernel_from_weights,
-    linear_maps,
-    sufficient_statistics,
-)
-from qpriv.forecasting.linear_select import base_spec
-from qpriv.forecasting.windows import ForecastData
+from qpriv.forecasting.linear_design import DEFAULTS, base_spec, kernel_from_weights
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
@@ -70,81 +68,12 @@ from qpriv.privacy.skellam import (
     calibrate_skellam,
     quantised_sensitivity,
     skellam_epsilon,
-    skellam_noise,
     skellam_tail,
 )
 from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
 
-__all__ = ["MODULUS", "FederatedPlan", "decode_and_solve", "plan_federation", "site_update"]
-
-MODULUS = 2 ** 32
-"""Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
-CLAMP_SHARE = 0.01
-"""The share of delta spent on the chance that a site's noise share is clamped by SecAgg+."""
-
-
-@dataclass(frozen=True)
-class FederatedPlan:
-    """Everything the server fixes before the round, sent to every site in the clear (public:
-    none of it reads data). Its JSON form is flat, for Flower's config records."""
-
-    seq_len: int
-    horizon: int
-    period: int
-    unit: str
-    eps: float
-    delta: float
-    sites: int
-    threshold: int
-    colluders: int
-    channels: str  # comma-separated, in order
-    freq: str
-    scaler: str  # "private": each site's private scaler; "data": declared public
-    clip: float
-    feature_clip: float
-    target_clip: float
-    share_a: float
-    ridge_scale: float
-    scaler_share: float
-    max_rows: int
-    half_range: int
-    scale: float
-    mu_a_site: float
-    mu_b_site: float
-    l2_a: float
-    l2_b: float
-    noise: bool
-
-    def to_config(self) -> dict[str, Any]:
-        """Flat JSON-able form (ints, floats, strings, bools)."""
-        return asdict(self)
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> FederatedPlan:
-        """Read :meth:`to_config`'s form back (extra keys ignored)."""
-        try:
-            return cls(**{f.name: config[f.name] for f in fields(cls)})
-        except KeyError as exc:
-            raise InvalidInputError(f"the federated plan lacks {exc}: server and sites run "
-                                    "different qpriv versions") from exc
-
-    @property
-    def eps_scaler(self) -> float:
-        return self.scaler_share * self.eps if self.uses_private_scaler else 0.0
-
-    @property
-    def uses_private_scaler(self) -> bool:
-        return self.unit == "record" and self.scaler == "private"
-
-    def maps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(M, P_pub, V) of the fixed design for (L, H, period)."""
-        spec = base_spec(seq_len=self.seq_len, period=self.period)
-        return linear_maps(spec, seq_len=self.seq_len, horizon=self.horizon)
-
-    def row_bound(self) -> float:
-        """The largest entry of one clipped row's contribution to A or B."""
-        c_y = self.target_clip * math.sqrt(self.maps()[2].shape[1])
-        return max(self.feature_clip ** 2, self.feature_clip * c_y)
+__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "check_site", "decode_and_solve",
+           "federated_claim", "plan_federation", "site_update", "training_rows"]
 
 
 def _dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
@@ -229,67 +158,6 @@ def _calibrated(plan: FederatedPlan) -> FederatedPlan:
 
 def _replace(plan: FederatedPlan, **changes: Any) -> FederatedPlan:
     return FederatedPlan(**{**asdict(plan), **changes})
-
-
-def site_update(data: ForecastData, plan: FederatedPlan, *,
-                rng: np.random.Generator) -> np.ndarray:
-    """One site's integer vector: its clipped (A, B) on its training split, scaled by
-    ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
-    site's own :func:`~qpriv.forecasting.windows.load_forecasting_data`.
-
-    Raises:
-        InvalidInputError: the site's channels or frequency differ from the plan's, or it has
-            more rows than the plan's bound; refused before anything is computed or sent.
-    """
-    check_site(data, plan)
-    maps = plan.maps()
-    if plan.unit == "window":
-        series, clip = data.train_raw, None
-    else:
-        scaler = "private" if plan.uses_private_scaler else "data"
-        used, _, _ = _record_scaler(scaler, data=data, raw=data.train_raw, eps=plan.eps,
-                                    share=plan.scaler_share, rng=rng)
-        series, clip = used.transform(data.train_raw), plan.clip
-    c_y = plan.target_clip * math.sqrt(maps[2].shape[1])
-    a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
-                                 clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
-                                 rescale=plan.unit == "window")
-    upper = a[np.triu_indices(a.shape[0])]
-    q_a = np.rint(plan.scale * upper).astype(np.int64)
-    q_b = np.rint(plan.scale * b.ravel()).astype(np.int64)
-    if plan.noise:
-        q_a = q_a + skellam_noise(plan.mu_a_site, q_a.shape, rng=rng)
-        q_b = q_b + skellam_noise(plan.mu_b_site, q_b.shape, rng=rng)
-    return np.concatenate([q_a, q_b])
-
-
-def check_site(data: ForecastData, plan: FederatedPlan) -> None:
-    """Refuse a site whose columns, frequency or size do not fit the plan (one line each)."""
-    channels = tuple(plan.channels.split(","))
-    if tuple(data.channels) != channels:
-        raise InvalidInputError(
-            f"site {data.dataset!r} has columns {', '.join(data.channels)}, not the "
-            f"federation's {', '.join(channels)}: give every site the same columns in the same "
-            "order")
-    freq = _frequency(data)
-    if freq != plan.freq:
-        raise InvalidInputError(f"site {data.dataset!r} is sampled at frequency {freq!r}, not "
-                                f"the federation's {plan.freq!r}: resample it first")
-    rows = training_rows(data)
-    if rows > plan.max_rows:
-        raise InvalidInputError(f"site {data.dataset!r} has {rows} training rows (windows x "
-                                f"channels), above the plan's bound {plan.max_rows}: raise it")
-
-
-def training_rows(data: ForecastData) -> int:
-    """Rows of a site's statistics: every sliding training window times every channel."""
-    return int(data.train.n_available) * data.n_channels
-
-
-def _frequency(data: ForecastData) -> str:
-    """The site's pandas frequency as its run record states it ("uneven" for none)."""
-    freq = None if data.dates is None else series_frequency(data.dates)
-    return "uneven" if freq is None else freq
 
 
 def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,

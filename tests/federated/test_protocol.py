@@ -152,3 +152,21 @@ def test_the_site_app_imports_neither_torch_nor_the_accountant():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": SRC})
     assert out.stdout.strip() == "[]"
+
+
+def test_the_claim_names_the_scaler_and_the_fixed_design(sites):
+    """--scaler public: each site's scaler in the clear, named NOT covered, and all of eps on
+    the noise; private: a share of eps on the scaler, inside the claim; the design fixed."""
+    datas = load(sites)
+    labels, spent = {}, {}
+    for scaler in ("private", "data"):
+        plan = noiseless_plan(datas, noise=True, scaler=scaler)
+        total = np.sum([site_update(d, plan, rng=np.random.default_rng(i))
+                        for i, d in enumerate(datas)], axis=0)
+        _, claim = decode_and_solve(total, plan, survivors=3)
+        labels[scaler], spent[scaler] = claim.details["scaler"], claim.details["eps_scaler"]
+        assert claim.details["design"].startswith("fixed")
+        assert claim.value == pytest.approx(1.0, rel=1e-6)
+    assert "NOT covered" in labels["data"] and spent["data"] == 0.0
+    assert "inside the claim" in labels["private"]
+    assert spent["private"] == pytest.approx(plan.scaler_share * 1.0) and spent["private"] > 0

@@ -221,7 +221,9 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
         "clamp_delta": CLAMP_SHARE * plan.delta, "ridge": ridge,
         "clip": plan.clip, "feature_clip": plan.feature_clip,
         "target_clip_per_block": plan.target_clip, "period": plan.period,
-        "noise": plan.noise, "noise_sampler": CHACHA,
+        "noise": plan.noise, "noise_sampler": CHACHA, "scaler": _scaler_label(plan),
+        "design": "fixed: the base design for L and the period, default clips and ridge scale "
+                  "(not selected on the sites' data)",
     }
     notes = (
         f"who sees what: the server sees only the SecAgg+ sum of the {survivors} surviving "
@@ -249,3 +251,12 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
     return PrivacyClaim(value=eps, delta=plan.delta, kind=Kind.GLOBAL_DP,
                         accounting=Accounting.RIGOROUS, unit=Unit(plan.unit),
                         covers=COVERS_LINEAR, notes=notes, details=details)
+
+
+def _scaler_label(plan: FederatedPlan) -> str:
+    """What the claim's details say of the sites' scalers."""
+    if plan.unit == "window":
+        return "none: the window unit normalises each row by its own look-back"
+    if plan.uses_private_scaler:
+        return "private at each site, inside the claim"
+    return "declared public: each site's training-split scaler, in the clear, NOT covered"

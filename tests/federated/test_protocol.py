@@ -13,6 +13,7 @@ import pytest
 from qpriv.errors import InvalidInputError
 from qpriv.federated.protocol import (
     decode_and_solve,
+    noise_share,
     plan_federation,
     site_update,
     training_rows,
@@ -170,3 +171,18 @@ def test_the_claim_names_the_scaler_and_the_fixed_design(sites):
     assert "NOT covered" in labels["data"] and spent["data"] == 0.0
     assert "inside the claim" in labels["private"]
     assert spent["private"] == pytest.approx(plan.scaler_share * 1.0) and spent["private"] > 0
+
+
+def test_the_update_is_the_same_from_either_loader_and_is_quantise_plus_share(sites):
+    """site_update reads a site's own SiteData or the central loader's ForecastData of the same
+    file alike, bit for bit; it is quantise(A, B) plus noise_share at the same generator."""
+    datas = load(sites)
+    site, central = datas[0], load_central(sites)[0]
+    plan = noiseless_plan(datas, noise=True, scaler="data")
+    mine = site_update(site, plan, rng=np.random.default_rng(7))
+    assert np.array_equal(mine, site_update(central, plan, rng=np.random.default_rng(7)))
+    noiseless = site_update(site, noiseless_plan(datas, scaler="data"),
+                            rng=np.random.default_rng(7))
+    d, k = plan.maps()[0].shape[0], plan.maps()[2].shape[1]
+    share = noise_share(plan, dims=(d * (d + 1) // 2, d * k), rng=np.random.default_rng(7))
+    assert np.array_equal(mine, noiseless + share) and np.abs(share).max() > 0

@@ -17,7 +17,7 @@ import numpy as np
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear_design import base_spec, linear_maps
 
-__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan"]
+__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "statistic_dims"]
 
 MODULUS = 2 ** 32
 """Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
@@ -89,3 +89,7 @@ class FederatedPlan:
         return max(self.feature_clip ** 2, self.feature_clip * c_y)
 
 
+def statistic_dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
+    """Entries a site sends of A (its upper triangle) and of B, for the design's maps."""
+    d, k = maps[0].shape[0], maps[2].shape[1]
+    return d * (d + 1) // 2, d * k

@@ -48,9 +48,11 @@ from typing import Any
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan
+from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan, statistic_dims
 from qpriv.federated.site import (  # re-exported: what a site runs
     check_site,
+    noise_share,
+    quantise,
     site_update,
     training_rows,
 )
@@ -73,12 +75,8 @@ from qpriv.privacy.skellam import (
 from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
 
 __all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "check_site", "decode_and_solve",
-           "federated_claim", "plan_federation", "site_update", "training_rows"]
-
-
-def _dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
-    d, k = maps[0].shape[0], maps[2].shape[1]
-    return d * (d + 1) // 2, d * k
+           "federated_claim", "noise_share", "plan_federation", "quantise", "site_update",
+           "training_rows"]
 
 
 def plan_federation(*, seq_len: int, horizon: int, period: int, unit: str, eps: float,
@@ -134,7 +132,7 @@ def _calibrated(plan: FederatedPlan) -> FederatedPlan:
     d_a, d_b, _ = _sensitivities(Unit(plan.unit), maps, n_channels=len(plan.channels.split(",")),
                                  clip=plan.clip if plan.unit == "record" else None,
                                  feature_clip=plan.feature_clip, target_clip=plan.target_clip)
-    dim_a, dim_b = _dims(maps)
+    dim_a, dim_b = statistic_dims(maps)
     signal = plan.max_rows * plan.row_bound()
     honest = plan.threshold - plan.colluders
     eps_noise = plan.eps - plan.eps_scaler
@@ -173,7 +171,7 @@ def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
             f"only {survivors} of {plan.sites} sites survived the round, below the threshold "
             f"{plan.threshold}: nothing is released; rerun when the sites are reachable")
     features, public, outputs = maps = plan.maps()
-    dim_a, dim_b = _dims(maps)
+    dim_a, dim_b = statistic_dims(maps)
     total = np.asarray(total)
     if total.shape != (dim_a + dim_b,) or not np.isfinite(total).all() or \
             np.abs(total).max(initial=0) > survivors * plan.half_range:
@@ -201,7 +199,7 @@ def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
 def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> PrivacyClaim:
     """The (eps, delta) claim of a round with ``survivors`` sites (module docstring)."""
     honest = survivors - plan.colluders
-    dim_a, dim_b = _dims(plan.maps())
+    dim_a, dim_b = statistic_dims(plan.maps())
     mu_a, mu_b = honest * plan.mu_a_site, honest * plan.mu_b_site
     eps_skellam = skellam_epsilon([(plan.l2_a, plan.l2_a ** 2, mu_a),
                                    (plan.l2_b, plan.l2_b ** 2, mu_b)],

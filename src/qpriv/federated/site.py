@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -25,15 +25,35 @@ from flwr.client.mod import secaggplus_mod
 from flwr.common import Context
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.plan import FederatedPlan
+from qpriv.federated.plan import FederatedPlan, statistic_dims
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.linear_design import sufficient_statistics
 from qpriv.forecasting.linear_scaler import record_scaler
 from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split_rows
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
-__all__ = ["SiteClient", "SiteData", "check_site", "client_app", "load_site", "site_errors",
-           "site_update", "training_rows"]
+__all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app", "load_site",
+           "noise_share", "quantise", "site_errors", "site_update", "training_rows"]
+
+
+class SiteSeries(Protocol):
+    """What a site's update reads of its data: :class:`SiteData` (a site's process) or
+    :class:`qpriv.forecasting.windows.ForecastData` (the same file loaded centrally, as the
+    tests and audits load it)."""
+
+    dataset: str
+    channels: tuple[str, ...]
+    dates: pd.DatetimeIndex | None
+    scaler: ZScoreScaler
+
+    @property
+    def n_channels(self) -> int: ...
+
+    @property
+    def train_raw(self) -> np.ndarray: ...
+
+    @property
+    def train_windows(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +79,11 @@ class SiteData:
         """The training rows as read from the file (read-only)."""
         start, stop = self.split.train
         return self.values[start:stop]
+
+    @property
+    def train_windows(self) -> int:
+        """How many sliding windows the training split holds."""
+        return self.windows("train")
 
     def windows(self, split: str) -> int:
         """How many sliding windows the split holds."""
@@ -98,11 +123,11 @@ def site_errors(kernel: np.ndarray, data: SiteData, split: str) -> dict[str, flo
     return {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err)))}
 
 
-def site_update(data: SiteData, plan: FederatedPlan, *,
+def site_update(data: SiteSeries, plan: FederatedPlan, *,
                 rng: np.random.Generator) -> np.ndarray:
     """One site's integer vector: its clipped (A, B) on its training split, scaled by
     ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
-    site's own :func:`load_site`.
+    site's own :func:`load_site` (or the same file's ``load_forecasting_data``).
 
     Raises:
         InvalidInputError: the site's channels or frequency differ from the plan's, or it has
@@ -121,16 +146,28 @@ def site_update(data: SiteData, plan: FederatedPlan, *,
     a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
                                  clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
                                  rescale=plan.unit == "window")
+    vector = quantise(a, b, plan)
+    return vector + noise_share(plan, dims=statistic_dims(maps), rng=rng) if plan.noise \
+        else vector
+
+
+def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
+    """The integers a site sends before its noise: ``round(gamma s)`` of A's upper triangle,
+    then of B (:mod:`qpriv.federated.protocol`'s docstring)."""
     upper = a[np.triu_indices(a.shape[0])]
-    q_a = np.rint(plan.scale * upper).astype(np.int64)
-    q_b = np.rint(plan.scale * b.ravel()).astype(np.int64)
-    if plan.noise:
-        q_a = q_a + skellam_noise(plan.mu_a_site, q_a.shape, rng=rng)
-        q_b = q_b + skellam_noise(plan.mu_b_site, q_b.shape, rng=rng)
-    return np.concatenate([q_a, q_b])
+    return np.concatenate([np.rint(plan.scale * upper).astype(np.int64),
+                           np.rint(plan.scale * b.ravel()).astype(np.int64)])
 
 
-def check_site(data: SiteData, plan: FederatedPlan) -> None:
+def noise_share(plan: FederatedPlan, *, dims: tuple[int, int],
+                rng: np.random.Generator) -> np.ndarray:
+    """One site's Skellam share of the noise, ``Sk(mu_a_site)`` on A's ``dims[0]`` entries
+    then ``Sk(mu_b_site)`` on B's ``dims[1]``, in the order :func:`site_update` draws them."""
+    return np.concatenate([skellam_noise(plan.mu_a_site, (dims[0],), rng=rng),
+                           skellam_noise(plan.mu_b_site, (dims[1],), rng=rng)])
+
+
+def check_site(data: SiteSeries, plan: FederatedPlan) -> None:
     """Refuse a site whose columns, frequency or size do not fit the plan (one line each)."""
     channels = tuple(plan.channels.split(","))
     if tuple(data.channels) != channels:
@@ -148,12 +185,12 @@ def check_site(data: SiteData, plan: FederatedPlan) -> None:
                                 f"channels), above the plan's bound {plan.max_rows}: raise it")
 
 
-def training_rows(data: SiteData) -> int:
+def training_rows(data: SiteSeries) -> int:
     """Rows of a site's statistics: every sliding training window times every channel."""
-    return data.windows("train") * data.n_channels
+    return data.train_windows * data.n_channels
 
 
-def _frequency(data: SiteData) -> str:
+def _frequency(data: SiteSeries) -> str:
     """The site's pandas frequency as its run record states it ("uneven" for none)."""
     freq = None if data.dates is None else series_frequency(data.dates)
     return "uneven" if freq is None else freq

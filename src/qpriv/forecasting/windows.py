@@ -214,6 +214,11 @@ class ForecastData:
         """Number of channels C."""
         return len(self.channels)
 
+    @property
+    def train_windows(self) -> int:
+        """Sliding training windows (all of them, whatever ``max_train_windows`` kept)."""
+        return int(self.train.n_available)
+
 
 def load_forecasting_data(
     dataset: str | None = "ETTh1",

@@ -52,6 +52,22 @@ def test_cli_refuses_sites_with_other_columns_before_starting(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_cli_scaler_public_declares_each_sites_scaler_public(tmp_path, monkeypatch):
+    """--scaler public reaches the round as the sites' own scalers declared public ('data');
+    the default is the private scaler."""
+    seen = []
+
+    def fake(sites, **kwargs):
+        seen.append(kwargs["scaler"])
+        raise InvalidInputError("stopped before any process")
+
+    monkeypatch.setattr("qpriv.federated.processes.federate", fake)
+    a, b = write_site(tmp_path / "a.csv", seed=0), write_site(tmp_path / "b.csv", seed=1)
+    for flags in (["--scaler", "public"], []):
+        assert main(["federate", "--site", str(a), "--site", str(b), *flags]) == 2
+    assert seen == ["data", "private"]
+
+
 def test_cli_refuses_another_frequency_and_a_single_site(tmp_path, capsys):
     a = write_site(tmp_path / "a.csv", seed=0)
     daily = write_site(tmp_path / "d.csv", seed=1, freq="D")

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from qpriv.errors import InvalidInputError
 from qpriv.federated.protocol import (
     decode_and_solve,
+    noise_share,
     plan_federation,
     site_update,
     training_rows,
 )
+from qpriv.federated.site import load_site, site_errors
+from qpriv.forecasting.linear import LinearForecaster, evaluate
 from qpriv.forecasting.linear_design import kernel_from_weights, sufficient_statistics
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
@@ -19,11 +27,19 @@ from qpriv.privacy.ssp import ridge_solve
 
 from .conftest import HORIZON, SEQ_LEN, write_site
 
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
 WIDE = {"clip": 10.0, "feature_clip": 50.0, "target_clip": 50.0}
 """Clips the sites' values never reach: the clipped statistics are the ridge's."""
 
 
 def load(paths):
+    """The sites as their processes read them (no torch)."""
+    return [load_site(p, seq_len=SEQ_LEN, horizon=HORIZON) for p in paths]
+
+
+def load_central(paths):
+    """The same files as central dp-linear reads them (windows of float32 z-scores)."""
     return [load_forecasting_data(csv=p, seq_len=SEQ_LEN, horizon=HORIZON) for p in paths]
 
 
@@ -36,12 +52,12 @@ def noiseless_plan(datas, **changes):
     return plan_federation(**settings)
 
 
-def central_ridge(datas, plan, ridge):
+def central_ridge(paths, plan, ridge):
     """The twin: the exact ridge on the union of the sites' training windows (each z-scored
     by its own training split), on the same features, without clipping."""
     features, public, outputs = plan.maps()
     a = b = 0
-    for data in datas:
+    for data in load_central(paths):
         sa, sb = sufficient_statistics(data.train.series.double().numpy(), features=features,
                                        public=public, outputs=outputs)
         a, b = a + sa, b + sb
@@ -54,7 +70,7 @@ def test_noiseless_round_is_central_ridge_to_the_quantisation_error(sites):
     vectors = [site_update(d, plan, rng=np.random.default_rng(0)) for d in datas]
     total = np.sum(vectors, axis=0)
     model, claim = decode_and_solve(total, plan, survivors=3)
-    a, b, weights = central_ridge(datas, plan, claim.details["ridge"])
+    a, b, weights = central_ridge(sites, plan, claim.details["ridge"])
     d = a.shape[0]
     decoded_a = total[: d * (d + 1) // 2] / plan.scale
     bound = 3 / (2 * plan.scale)  # the docstring's s / (2 gamma) per entry
@@ -110,3 +126,63 @@ def test_a_malformed_aggregate_is_rejected(sites):
         decode_and_solve(good[:-1], plan, survivors=3)
     with pytest.raises(InvalidInputError, match="out of range"):
         decode_and_solve(good + 10 * plan.half_range, plan, survivors=3)
+
+
+def test_a_site_loads_and_scores_as_central_dp_linear_without_torch(sites):
+    """The site's own loader and errors (NumPy alone) give what the central loader and
+    evaluate give on the same file: the same split, scaler and windows, to float64 rounding."""
+    site, central = load(sites)[0], load_central(sites)[0]
+    assert site.channels == central.channels and site.split == central.split
+    assert np.array_equal(site.train_raw, central.train_raw)
+    assert np.array_equal(site.scaler.mean, central.scaler.mean)
+    for split in ("train", "val", "test"):
+        assert site.windows(split) == getattr(central, split).n_available
+    kernel = np.random.default_rng(0).normal(size=(HORIZON, SEQ_LEN)) / SEQ_LEN
+    model = LinearForecaster(kernel=kernel, spec=None, name="random")
+    for split in ("val", "test"):
+        mine, theirs = site_errors(kernel, site, split), evaluate(model, getattr(central, split))
+        assert mine["mse"] == pytest.approx(theirs["mse"], rel=1e-12)
+        assert mine["mae"] == pytest.approx(theirs["mae"], rel=1e-12)
+
+
+def test_the_site_app_imports_neither_torch_nor_the_accountant():
+    """Flower starts a ClientApp process per site for every SecAgg+ stage: its import path is
+    kept to NumPy and pandas (the benchmark benchmarks/federate.py times the whole run)."""
+    code = ("import sys, qpriv.federated.site; "
+            "print(sorted(m for m in ('torch', 'dp_accounting') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": SRC})
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_claim_names_the_scaler_and_the_fixed_design(sites):
+    """--scaler public: each site's scaler in the clear, named NOT covered, and all of eps on
+    the noise; private: a share of eps on the scaler, inside the claim; the design fixed."""
+    datas = load(sites)
+    labels, spent = {}, {}
+    for scaler in ("private", "data"):
+        plan = noiseless_plan(datas, noise=True, scaler=scaler)
+        total = np.sum([site_update(d, plan, rng=np.random.default_rng(i))
+                        for i, d in enumerate(datas)], axis=0)
+        _, claim = decode_and_solve(total, plan, survivors=3)
+        labels[scaler], spent[scaler] = claim.details["scaler"], claim.details["eps_scaler"]
+        assert claim.details["design"].startswith("fixed")
+        assert claim.value == pytest.approx(1.0, rel=1e-6)
+    assert "NOT covered" in labels["data"] and spent["data"] == 0.0
+    assert "inside the claim" in labels["private"]
+    assert spent["private"] == pytest.approx(plan.scaler_share * 1.0) and spent["private"] > 0
+
+
+def test_the_update_is_the_same_from_either_loader_and_is_quantise_plus_share(sites):
+    """site_update reads a site's own SiteData or the central loader's ForecastData of the same
+    file alike, bit for bit; it is quantise(A, B) plus noise_share at the same generator."""
+    datas = load(sites)
+    site, central = datas[0], load_central(sites)[0]
+    plan = noiseless_plan(datas, noise=True, scaler="data")
+    mine = site_update(site, plan, rng=np.random.default_rng(7))
+    assert np.array_equal(mine, site_update(central, plan, rng=np.random.default_rng(7)))
+    noiseless = site_update(site, noiseless_plan(datas, scaler="data"),
+                            rng=np.random.default_rng(7))
+    d, k = plan.maps()[0].shape[0], plan.maps()[2].shape[1]
+    share = noise_share(plan, dims=(d * (d + 1) // 2, d * k), rng=np.random.default_rng(7))
+    assert np.array_equal(mine, noiseless + share) and np.abs(share).max() > 0

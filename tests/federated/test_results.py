@@ -7,8 +7,8 @@ import numpy as np
 from qpriv.cli import main
 from qpriv.federated.protocol import decode_and_solve, site_update
 from qpriv.federated.results import write_release
+from qpriv.federated.site import site_errors
 from qpriv.forecasting.artifacts import load_run
-from qpriv.forecasting.linear import evaluate
 
 from .test_protocol import load, noiseless_plan
 
@@ -19,9 +19,10 @@ def test_the_folder_loads_forecasts_and_reports_its_sites(sites, tmp_path):
     total = np.sum([site_update(d, plan, rng=np.random.default_rng(i))
                     for i, d in enumerate(datas)], axis=0)
     model, claim = decode_and_solve(total, plan, survivors=3)
-    reports = [{"site": d.dataset, **{k: evaluate(model, d.test)[k] for k in ("mse", "mae")},
-                "val_mse": evaluate(model, d.val)["mse"], "test_windows": len(d.test),
-                "train_windows": int(d.train.n_available), "val_windows": len(d.val),
+    reports = [{"site": d.dataset, **site_errors(model.kernel, d, "test"),
+                "val_mse": site_errors(model.kernel, d, "val")["mse"],
+                "test_windows": d.windows("test"), "train_windows": d.windows("train"),
+                "val_windows": d.windows("val"),
                 "rows": len(d.dates), "first": d.dates[0].isoformat(),
                 "last": d.dates[-1].isoformat(), "date_column": "date", "freq": "h"}
                for d in datas]

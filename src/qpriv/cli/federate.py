@@ -33,6 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "for this many")
     fd.add_argument("--colluders", type=int, default=0,
                     help="other sites that may collude with the server (default: 0)")
+    fd.add_argument("--scaler", choices=("private", "public"), default="private",
+                    help="the record unit's scaler at each site: 'private' (estimated under "
+                         "the guarantee, default) or 'public' (each site's training split's "
+                         "scaler declared public, NOT covered; the claim says so)")
     fd.add_argument("--timeout", type=float, default=300.0,
                     help="the whole run's time limit in seconds (default: 300)")
     fd.add_argument("--out", help="the run folder to write (default: nothing written)")
@@ -51,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     result = federate(args.site, out_dir=args.out, unit=args.unit, eps=args.eps,
                       delta=args.delta, seq_len=args.seq_len, horizon=args.horizon,
                       threshold=args.threshold, colluders=args.colluders,
+                      scaler="data" if args.scaler == "public" else "private",
                       deadline_s=args.timeout)
     if args.json:
         emit_json(result)

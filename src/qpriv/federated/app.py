@@ -1,9 +1,10 @@
-"""The Flower apps of federated dp-linear: a ServerApp and a ClientApp (flwr 1.42).
+"""The Flower ServerApp of federated dp-linear (flwr 1.42); the sites' ClientApp is
+:data:`qpriv.federated.site.client_app`.
 
 One fit round through Flower's SecAgg+ (``SecAggPlusWorkflow`` at the server,
 ``secaggplus_mod`` at every site), then one evaluate round. The fit instructions carry the
 public :class:`~qpriv.federated.protocol.FederatedPlan`; each site answers with
-:func:`~qpriv.federated.protocol.site_update`'s integer vector, which SecAgg+ masks, so the
+:func:`~qpriv.federated.site.site_update`'s integer vector, which SecAgg+ masks, so the
 server only ever holds the sum. :class:`SumStrategy` decodes that sum and solves
 (:func:`~qpriv.federated.protocol.decode_and_solve`); the evaluate round sends the released
 kernel back and each site reports its own test errors (measurements outside the guarantee,
@@ -26,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from flwr.client import ClientApp, NumPyClient
-from flwr.client.mod import secaggplus_mod
 from flwr.common import (
     Context,
     EvaluateIns,
@@ -39,59 +38,11 @@ from flwr.server.strategy import FedAvg
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.protocol import FederatedPlan, decode_and_solve, site_update
+from qpriv.federated.protocol import FederatedPlan, decode_and_solve
 from qpriv.federated.results import ERROR_FILE, write_release
-from qpriv.forecasting.csv_input import series_frequency
-from qpriv.forecasting.linear import LinearForecaster, evaluate
-from qpriv.forecasting.linear_select import base_spec
-from qpriv.forecasting.windows import load_forecasting_data
-from qpriv.privacy.samplers import cryptographic_generator
+from qpriv.federated.site import client_app  # re-exported: the sites' app lives there
 
-__all__ = ["SiteClient", "SumStrategy", "client_app", "server_app"]
-
-
-class SiteClient(NumPyClient):
-    """One site: its CSV stays here; it sends only its masked noisy statistics."""
-
-    def __init__(self, csv: str, seed: int | None) -> None:
-        self.csv, self.seed = csv, seed
-
-    def _data(self, config: dict[str, Any]) -> Any:
-        return load_forecasting_data(csv=self.csv, seq_len=int(config["seq_len"]),
-                                     horizon=int(config["horizon"]))
-
-    def fit(self, parameters: list[np.ndarray],
-            config: dict[str, Any]) -> tuple[list[np.ndarray], int, dict[str, Any]]:
-        plan = FederatedPlan.from_config(config)
-        rng = (cryptographic_generator() if self.seed is None  # a release: unpredictable
-               else np.random.default_rng(self.seed))            # the tests' replayable shares
-        vector = site_update(self._data(config), plan, rng=rng)
-        return [vector.astype(np.float64)], 1, {}
-
-    def evaluate(self, parameters: list[np.ndarray],
-                 config: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
-        data, plan = self._data(config), FederatedPlan.from_config(config)
-        model = LinearForecaster(kernel=np.asarray(parameters[0], dtype=np.float64),
-                                 spec=base_spec(seq_len=plan.seq_len, period=plan.period),
-                                 name="federated dp-linear")
-        test, val = evaluate(model, data.test), evaluate(model, data.val)
-        count = len(data.test) * data.horizon * data.n_channels
-        return test["mse"], count, {
-            "site": data.dataset, "mse": test["mse"], "mae": test["mae"],
-            "val_mse": val["mse"], "test_windows": len(data.test),
-            "train_windows": int(data.train.n_available), "val_windows": len(data.val),
-            "rows": len(data.dates), "first": data.dates[0].isoformat(),
-            "last": data.dates[-1].isoformat(), "date_column": str(data.dates.name or "date"),
-            "freq": series_frequency(data.dates) or "uneven"}
-
-
-def _client(context: Context) -> Any:
-    seed = context.node_config.get("seed")
-    return SiteClient(str(context.node_config["csv"]),
-                      None if seed in (None, "") else int(seed)).to_client()
-
-
-client_app = ClientApp(client_fn=_client, mods=[secaggplus_mod])
+__all__ = ["SumStrategy", "client_app", "server_app"]
 
 
 class SumStrategy(FedAvg):

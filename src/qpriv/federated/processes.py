@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.protocol import FederatedPlan, plan_federation, training_rows
+from qpriv.federated.protocol import FederatedPlan, plan_federation
 from qpriv.federated.results import ERROR_FILE
+from qpriv.federated.site import SiteData, load_site, training_rows
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.seasonality import resolve_period
-from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.runs.directory import check_out_dir
 from qpriv.runs.layout import RESULT_FILE
 
@@ -63,7 +63,7 @@ publisher = "qpriv"
 
 [tool.flwr.app.components]
 serverapp = "qpriv.federated.app:server_app"
-clientapp = "qpriv.federated.app:client_app"
+clientapp = "qpriv.federated.site:client_app"
 
 [tool.flwr.app.config]
 staging = {staging}
@@ -86,13 +86,13 @@ def free_port() -> int:
 
 
 def check_sites(sites: Sequence[str | Path], *, seq_len: int,
-                horizon: int) -> list[ForecastData]:
+                horizon: int) -> list[SiteData]:
     """Each site's data, loaded where it lies; refused (one line) unless there are at least 2
     sites with the same columns and frequency. Nothing leaves a site here."""
     if len(sites) < 2:
         raise InvalidInputError(f"{len(sites)} site(s) given: a federation needs at least 2; "
                                 "pass --site FILE.csv once per site")
-    datas = [load_forecasting_data(csv=site, seq_len=seq_len, horizon=horizon)
+    datas = [load_site(site, seq_len=seq_len, horizon=horizon)
              for site in sites]
     first = datas[0]
     for site, data in zip(sites, datas, strict=True):

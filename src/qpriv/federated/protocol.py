@@ -7,7 +7,8 @@ sensitivities of :mod:`qpriv.forecasting.linear`), quantises them to integers
 ``round(gamma s)`` (A's upper triangle, then B), adds its share ``Sk(mu_i)`` of Skellam noise
 (:mod:`qpriv.privacy.skellam`: the sum of shares is Skellam) and hands the vector to SecAgg+,
 which reveals only the sum. The server decodes ``sum / gamma``, repairs A and solves the ridge
-exactly as central dp-linear does (:func:`decode_and_solve`).
+exactly as central dp-linear does (:func:`decode_and_solve`). A site's part runs in
+:mod:`qpriv.federated.site`; the plan is :class:`qpriv.federated.plan.FederatedPlan`.
 
 Why Skellam: the sum of the survivors' shares is exactly ``Sk(sum mu_i)``, so the server's view
 is the central Skellam mechanism and its RDP bound applies as is; the distributed discrete
@@ -41,28 +42,27 @@ the Skellam accounting gets ``0.99 delta``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.forecasting.csv_input import series_frequency
+from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan, statistic_dims
+from qpriv.federated.site import (  # re-exported: what a site runs
+    check_site,
+    noise_share,
+    quantise,
+    site_update,
+    training_rows,
+)
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearForecaster,
-    _record_scaler,
     _sensitivities,
     check_dp_linear_eps,
 )
-from qpriv.forecasting.linear_design import (
-    DEFAULTS,
-    kernel_from_weights,
-    linear_maps,
-    sufficient_statistics,
-)
-from qpriv.forecasting.linear_select import base_spec
-from qpriv.forecasting.windows import ForecastData
+from qpriv.forecasting.linear_design import DEFAULTS, base_spec, kernel_from_weights
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
@@ -70,87 +70,13 @@ from qpriv.privacy.skellam import (
     calibrate_skellam,
     quantised_sensitivity,
     skellam_epsilon,
-    skellam_noise,
     skellam_tail,
 )
 from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
 
-__all__ = ["MODULUS", "FederatedPlan", "decode_and_solve", "noise_share", "plan_federation",
-           "quantise", "site_update"]
-
-MODULUS = 2 ** 32
-"""Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
-CLAMP_SHARE = 0.01
-"""The share of delta spent on the chance that a site's noise share is clamped by SecAgg+."""
-
-
-@dataclass(frozen=True)
-class FederatedPlan:
-    """Everything the server fixes before the round, sent to every site in the clear (public:
-    none of it reads data). Its JSON form is flat, for Flower's config records."""
-
-    seq_len: int
-    horizon: int
-    period: int
-    unit: str
-    eps: float
-    delta: float
-    sites: int
-    threshold: int
-    colluders: int
-    channels: str  # comma-separated, in order
-    freq: str
-    scaler: str  # "private": each site's private scaler; "data": declared public
-    clip: float
-    feature_clip: float
-    target_clip: float
-    share_a: float
-    ridge_scale: float
-    scaler_share: float
-    max_rows: int
-    half_range: int
-    scale: float
-    mu_a_site: float
-    mu_b_site: float
-    l2_a: float
-    l2_b: float
-    noise: bool
-
-    def to_config(self) -> dict[str, Any]:
-        """Flat JSON-able form (ints, floats, strings, bools)."""
-        return asdict(self)
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> FederatedPlan:
-        """Read :meth:`to_config`'s form back (extra keys ignored)."""
-        try:
-            return cls(**{f.name: config[f.name] for f in fields(cls)})
-        except KeyError as exc:
-            raise InvalidInputError(f"the federated plan lacks {exc}: server and sites run "
-                                    "different qpriv versions") from exc
-
-    @property
-    def eps_scaler(self) -> float:
-        return self.scaler_share * self.eps if self.uses_private_scaler else 0.0
-
-    @property
-    def uses_private_scaler(self) -> bool:
-        return self.unit == "record" and self.scaler == "private"
-
-    def maps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(M, P_pub, V) of the fixed design for (L, H, period)."""
-        spec = base_spec(seq_len=self.seq_len, period=self.period)
-        return linear_maps(spec, seq_len=self.seq_len, horizon=self.horizon)
-
-    def row_bound(self) -> float:
-        """The largest entry of one clipped row's contribution to A or B."""
-        c_y = self.target_clip * math.sqrt(self.maps()[2].shape[1])
-        return max(self.feature_clip ** 2, self.feature_clip * c_y)
-
-
-def _dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int, int]:
-    d, k = maps[0].shape[0], maps[2].shape[1]
-    return d * (d + 1) // 2, d * k
+__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "check_site", "decode_and_solve",
+           "federated_claim", "noise_share", "plan_federation", "quantise", "site_update",
+           "training_rows"]
 
 
 def plan_federation(*, seq_len: int, horizon: int, period: int, unit: str, eps: float,
@@ -206,7 +132,7 @@ def _calibrated(plan: FederatedPlan) -> FederatedPlan:
     d_a, d_b, _ = _sensitivities(Unit(plan.unit), maps, n_channels=len(plan.channels.split(",")),
                                  clip=plan.clip if plan.unit == "record" else None,
                                  feature_clip=plan.feature_clip, target_clip=plan.target_clip)
-    dim_a, dim_b = _dims(maps)
+    dim_a, dim_b = statistic_dims(maps)
     signal = plan.max_rows * plan.row_bound()
     honest = plan.threshold - plan.colluders
     eps_noise = plan.eps - plan.eps_scaler
@@ -232,78 +158,6 @@ def _replace(plan: FederatedPlan, **changes: Any) -> FederatedPlan:
     return FederatedPlan(**{**asdict(plan), **changes})
 
 
-def site_update(data: ForecastData, plan: FederatedPlan, *,
-                rng: np.random.Generator) -> np.ndarray:
-    """One site's integer vector: its clipped (A, B) on its training split, scaled by
-    ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
-    site's own :func:`~qpriv.forecasting.windows.load_forecasting_data`.
-
-    Raises:
-        InvalidInputError: the site's channels or frequency differ from the plan's, or it has
-            more rows than the plan's bound; refused before anything is computed or sent.
-    """
-    check_site(data, plan)
-    maps = plan.maps()
-    if plan.unit == "window":
-        series, clip = data.train_raw, None
-    else:
-        scaler = "private" if plan.uses_private_scaler else "data"
-        used, _, _ = _record_scaler(scaler, data=data, raw=data.train_raw, eps=plan.eps,
-                                    share=plan.scaler_share, rng=rng)
-        series, clip = used.transform(data.train_raw), plan.clip
-    c_y = plan.target_clip * math.sqrt(maps[2].shape[1])
-    a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
-                                 clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
-                                 rescale=plan.unit == "window")
-    vector = quantise(a, b, plan)
-    return vector + noise_share(plan, dims=_dims(maps), rng=rng) if plan.noise else vector
-
-
-def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
-    """The integers a site sends before its noise: ``round(gamma s)`` of A's upper triangle,
-    then of B (module docstring)."""
-    upper = a[np.triu_indices(a.shape[0])]
-    return np.concatenate([np.rint(plan.scale * upper).astype(np.int64),
-                           np.rint(plan.scale * b.ravel()).astype(np.int64)])
-
-
-def noise_share(plan: FederatedPlan, *, dims: tuple[int, int],
-                rng: np.random.Generator) -> np.ndarray:
-    """One site's Skellam share of the noise, ``Sk(mu_a_site)`` on A's ``dims[0]`` entries
-    then ``Sk(mu_b_site)`` on B's ``dims[1]``, in the order :func:`site_update` draws them."""
-    return np.concatenate([skellam_noise(plan.mu_a_site, (dims[0],), rng=rng),
-                           skellam_noise(plan.mu_b_site, (dims[1],), rng=rng)])
-
-
-def check_site(data: ForecastData, plan: FederatedPlan) -> None:
-    """Refuse a site whose columns, frequency or size do not fit the plan (one line each)."""
-    channels = tuple(plan.channels.split(","))
-    if tuple(data.channels) != channels:
-        raise InvalidInputError(
-            f"site {data.dataset!r} has columns {', '.join(data.channels)}, not the "
-            f"federation's {', '.join(channels)}: give every site the same columns in the same "
-            "order")
-    freq = _frequency(data)
-    if freq != plan.freq:
-        raise InvalidInputError(f"site {data.dataset!r} is sampled at frequency {freq!r}, not "
-                                f"the federation's {plan.freq!r}: resample it first")
-    rows = training_rows(data)
-    if rows > plan.max_rows:
-        raise InvalidInputError(f"site {data.dataset!r} has {rows} training rows (windows x "
-                                f"channels), above the plan's bound {plan.max_rows}: raise it")
-
-
-def training_rows(data: ForecastData) -> int:
-    """Rows of a site's statistics: every sliding training window times every channel."""
-    return int(data.train.n_available) * data.n_channels
-
-
-def _frequency(data: ForecastData) -> str:
-    """The site's pandas frequency as its run record states it ("uneven" for none)."""
-    freq = None if data.dates is None else series_frequency(data.dates)
-    return "uneven" if freq is None else freq
-
-
 def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
                      survivors: int) -> tuple[LinearForecaster, PrivacyClaim]:
     """The model and claim from SecAgg+'s sum of ``survivors`` sites' vectors (integers).
@@ -317,7 +171,7 @@ def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
             f"only {survivors} of {plan.sites} sites survived the round, below the threshold "
             f"{plan.threshold}: nothing is released; rerun when the sites are reachable")
     features, public, outputs = maps = plan.maps()
-    dim_a, dim_b = _dims(maps)
+    dim_a, dim_b = statistic_dims(maps)
     total = np.asarray(total)
     if total.shape != (dim_a + dim_b,) or not np.isfinite(total).all() or \
             np.abs(total).max(initial=0) > survivors * plan.half_range:
@@ -345,7 +199,7 @@ def decode_and_solve(total: np.ndarray, plan: FederatedPlan, *,
 def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> PrivacyClaim:
     """The (eps, delta) claim of a round with ``survivors`` sites (module docstring)."""
     honest = survivors - plan.colluders
-    dim_a, dim_b = _dims(plan.maps())
+    dim_a, dim_b = statistic_dims(plan.maps())
     mu_a, mu_b = honest * plan.mu_a_site, honest * plan.mu_b_site
     eps_skellam = skellam_epsilon([(plan.l2_a, plan.l2_a ** 2, mu_a),
                                    (plan.l2_b, plan.l2_b ** 2, mu_b)],
@@ -365,7 +219,9 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
         "clamp_delta": CLAMP_SHARE * plan.delta, "ridge": ridge,
         "clip": plan.clip, "feature_clip": plan.feature_clip,
         "target_clip_per_block": plan.target_clip, "period": plan.period,
-        "noise": plan.noise, "noise_sampler": CHACHA,
+        "noise": plan.noise, "noise_sampler": CHACHA, "scaler": _scaler_label(plan),
+        "design": "fixed: the base design for L and the period, default clips and ridge scale "
+                  "(not selected on the sites' data)",
     }
     notes = (
         f"who sees what: the server sees only the SecAgg+ sum of the {survivors} surviving "
@@ -393,3 +249,12 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float) -> Pri
     return PrivacyClaim(value=eps, delta=plan.delta, kind=Kind.GLOBAL_DP,
                         accounting=Accounting.RIGOROUS, unit=Unit(plan.unit),
                         covers=COVERS_LINEAR, notes=notes, details=details)
+
+
+def _scaler_label(plan: FederatedPlan) -> str:
+    """What the claim's details say of the sites' scalers."""
+    if plan.unit == "window":
+        return "none: the window unit normalises each row by its own look-back"
+    if plan.uses_private_scaler:
+        return "private at each site, inside the claim"
+    return "declared public: each site's training-split scaler, in the clear, NOT covered"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from qpriv.federated.protocol import FederatedPlan
+from qpriv.federated.plan import FederatedPlan
 from qpriv.forecasting.inference import LINEAR_SCALER_NOTE
 from qpriv.forecasting.linear import LinearForecaster
 from qpriv.forecasting.linear_run import EVALUATION_NOTE

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -59,6 +59,7 @@ from qpriv.forecasting.linear_design import (
     record_maps,
     sufficient_statistics,
 )
+from qpriv.forecasting.linear_scaler import Scaler, private_scaler, record_scaler
 from qpriv.forecasting.linear_select import (
     base_spec,
     design_candidates,
@@ -69,7 +70,6 @@ from qpriv.forecasting.windows import (
     WINDOW_COUNT_NOTE,
     ForecastData,
     WindowDataset,
-    ZScoreScaler,
 )
 from qpriv.privacy.claims import (
     Accounting,
@@ -78,7 +78,6 @@ from qpriv.privacy.claims import (
     Unit,
     require_meaningful_delta,
 )
-from qpriv.privacy.quantiles import log_grid, private_location_scale
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.samplers import NoiseSampler, noise_sampler, sampler_note
 from qpriv.privacy.ssp import (
@@ -143,7 +142,6 @@ MAX_DP_LINEAR_EPS = 1e6
 finite and warning-free for every delta in (0, 1) up to 1e6 (its root search first warns
 near eps = 3.8e6 and fails soon after), and its private quantiles' logits stay far from
 overflow; e^eps is then far beyond any meaningful guarantee. The same cap as DP-SGD's."""
-Scaler = Literal["private", "data"] | ZScoreScaler
 
 
 def protected_units(data: ForecastData, unit: str) -> int:
@@ -240,26 +238,6 @@ def evaluate(model: LinearForecaster, windows: WindowDataset, *,
 # --------------------------------------------------------------------------------------------
 # Statistics
 # --------------------------------------------------------------------------------------------
-
-
-def private_scaler(raw: np.ndarray, *, eps: float,
-                   rng: np.random.Generator | NoiseSampler) -> ZScoreScaler:
-    """Per-channel (median, 1.4826 x median absolute deviation) by private quantiles on a
-    log-spaced grid
-    (:func:`qpriv.privacy.quantiles.private_location_scale`), eps-DP in total at the record
-    unit (in exact arithmetic): a record is one value of one channel, so the channels'
-    estimates compose in parallel and each channel gets all of eps; its rank sensitivity is 1.
-    ``raw`` is the training rows as read from the file (:attr:`ForecastData.train_raw`). The
-    window unit needs no scaler (:func:`fit_dp_linear` normalises each row by itself)."""
-    raw = np.asarray(raw, dtype=np.float64)
-    grid = log_grid()
-    pairs = [private_location_scale(raw[:, c], eps=eps, rng=rng, grid=grid)
-             for c in range(raw.shape[1])]
-    mean = np.array([p[0] for p in pairs])
-    std = np.array([p[1] for p in pairs])
-    mean.setflags(write=False)
-    std.setflags(write=False)
-    return ZScoreScaler(mean=mean, std=std)
 
 
 # --------------------------------------------------------------------------------------------
@@ -372,8 +350,8 @@ def fit_dp_linear(
     else:
         r = require_in_range("clip", defaults["clip"] if clip is None else clip, low=0.0,
                              hint="the value range R (z-scored units) must be > 0, e.g. 3")
-        used, eps_scaler, scaler_note = _record_scaler(
-            scaler, data=data, raw=raw, eps=eps, rng=rng,
+        used, eps_scaler, scaler_note = record_scaler(
+            scaler, fitted=data.scaler, raw=raw, eps=eps, rng=rng,
             share=defaults["scaler_share"] if scaler_share is None else scaler_share)
         series = used.transform(raw)
     eps_gauss = eps - eps_scaler
@@ -540,33 +518,3 @@ def _claim(eps: float, delta: float, unit: Unit, *, details: dict[str, Any],
     return PrivacyClaim(value=eps, delta=delta, kind=Kind.GLOBAL_DP,
                         accounting=Accounting.RIGOROUS, unit=unit, covers=COVERS_LINEAR,
                         notes=notes, details=details)
-
-
-def _record_scaler(scaler: Scaler, *, data: ForecastData, raw: np.ndarray, eps: float,
-                   share: float,
-                   rng: NoiseSampler) -> tuple[ZScoreScaler, float, str]:
-    """(scaler, eps it spends, the claim's note) for the record unit's clipping."""
-    if isinstance(scaler, ZScoreScaler):
-        return scaler, 0.0, ("the scaler (per-channel location and scale) was given by the user "
-                             "and declared public; it is used only to clip values to [-R, R]")
-    if scaler == "data":
-        return data.scaler, 0.0, (
-            "the scaler was fitted on the training split in the clear and declared public by "
-            "the user: it is NOT covered (it is used only to clip values to [-R, R]; the "
-            "forecasts do not depend on it otherwise)")
-    if scaler == "private":
-        share = require_in_range("scaler_share", share, low=0.0, high=1.0,
-                                 high_inclusive=False,
-                                 hint="the share of eps spent on the private scaler lies in "
-                                      "(0, 1)")
-        eps_scaler = share * eps
-        used = private_scaler(raw, eps=eps_scaler, rng=rng)
-        return used, eps_scaler, (
-            "the scaler (per-channel median and median absolute deviation) is private: "
-            f"exponential-mechanism quantiles on a data-independent log grid at eps = "
-            f"{eps_scaler:.4g}, "
-            "inside the claim; it is used only to clip values to [-R, R] (the model is "
-            "affine-equivariant)")
-    raise InvalidInputError(
-        f"scaler = {scaler!r} is not a scaler treatment; use 'private' (default), 'data' (the "
-        "loader's scaler, declared public) or a ZScoreScaler of public statistics")

@@ -34,11 +34,13 @@ __all__ = [
     "PUBLIC_KINDS",
     "STANDARD_LINEAR",
     "LinearSpec",
+    "base_spec",
     "block_edges",
     "kernel_from_weights",
     "linear_maps",
     "output_basis",
     "prediction_basis",
+    "recent_edges",
     "record_maps",
     "sufficient_statistics",
 ]
@@ -300,3 +302,28 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "window": {"feature_clip": 2.0, "target_clip": 2.0, "share_a": 0.5,
                "ridge_scale": 10.0, "select_share": 0.1},
 }
+
+
+def recent_edges(*, seq_len: int, period: int) -> tuple[int, ...]:
+    """Block edges 1, 3, 6, 12, ... (doubling) up to four periods or the look-back, whichever
+    is shorter: (1, 3, 6, 12, 24, 48, 96) for hourly data and L = 336."""
+    limit = min(4 * period, seq_len)
+    edges = [1]
+    nxt = 3
+    while nxt <= limit:
+        edges.append(nxt)
+        nxt *= 2
+    return tuple(edges)
+
+
+def base_spec(*, seq_len: int, period: int, output_blocks: int = 2) -> LinearSpec:
+    """The design's fixed parts for (L, period): recent blocks (:func:`recent_edges`) and the
+    public forecast over as many whole periods (at most 7) as the look-back holds."""
+    days = max(1, min(7, seq_len // period))
+    if seq_len < period:
+        raise InvalidInputError(
+            f"seq_len L = {seq_len} is shorter than one period ({period} rows): the public "
+            f"forecast repeats the last period; use a look-back (seq_len, --seq-len) of at "
+            f"least {period}")
+    return LinearSpec(period=period, recent=recent_edges(seq_len=seq_len, period=period),
+                      public_days=days, output_blocks=output_blocks)

@@ -42,11 +42,13 @@ from typing import Any
 import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.forecasting.linear_design import (
+from qpriv.forecasting.linear_design import (  # base_spec, recent_edges: re-exported
     LinearSpec,
+    base_spec,
     block_edges,
     linear_maps,
     output_basis,
+    recent_edges,
     record_maps,
     sufficient_statistics,
 )
@@ -66,7 +68,9 @@ __all__ = [
     "SELECTION_MECHANISM",
     "Candidate",
     "Selection",
+    "base_spec",
     "design_candidates",
+    "recent_edges",
     "select_design",
 ]
 
@@ -97,31 +101,6 @@ class Candidate:
             features += f" + profile {self.spec.profile_days}d/{self.spec.profile_pool}"
         return (f"{features}, {self.spec.output_blocks} output block(s), ridge scale "
                 f"{self.ridge_scale:g}")
-
-
-def recent_edges(*, seq_len: int, period: int) -> tuple[int, ...]:
-    """Block edges 1, 3, 6, 12, ... (doubling) up to four periods or the look-back, whichever
-    is shorter: (1, 3, 6, 12, 24, 48, 96) for hourly data and L = 336."""
-    limit = min(4 * period, seq_len)
-    edges = [1]
-    nxt = 3
-    while nxt <= limit:
-        edges.append(nxt)
-        nxt *= 2
-    return tuple(edges)
-
-
-def base_spec(*, seq_len: int, period: int, output_blocks: int = 2) -> LinearSpec:
-    """The design's fixed parts for (L, period): recent blocks (:func:`recent_edges`) and the
-    public forecast over as many whole periods (at most 7) as the look-back holds."""
-    days = max(1, min(7, seq_len // period))
-    if seq_len < period:
-        raise InvalidInputError(
-            f"seq_len L = {seq_len} is shorter than one period ({period} rows): the public "
-            f"forecast repeats the last period; use a look-back (seq_len, --seq-len) of at "
-            f"least {period}")
-    return LinearSpec(period=period, recent=recent_edges(seq_len=seq_len, period=period),
-                      public_days=days, output_blocks=output_blocks)
 
 
 def design_candidates(*, seq_len: int, horizon: int, period: int = 24) -> tuple[Candidate, ...]:

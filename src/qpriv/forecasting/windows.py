@@ -27,11 +27,9 @@ as scikit-learn's ``StandardScaler``) is fitted on the training rows only and ap
 from __future__ import annotations
 
 import operator
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -39,25 +37,18 @@ import torch
 from torch.utils.data import Dataset
 
 from qpriv.errors import InvalidInputError, require_positive_int
-from qpriv.forecasting.csv_input import (
-    CsvFormat,
-    check_evenly_spaced,
-    checked_dataframe,
-    load_frame,
+from qpriv.forecasting.csv_input import CsvFormat
+from qpriv.forecasting.datasets import SplitConvention, file_sha256
+from qpriv.forecasting.series import (  # re-exported: the splits and scaler live there
+    DATAFRAME,
+    SplitRows,
+    ZScoreScaler,
+    read_series,
+    split_rows,
 )
-from qpriv.forecasting.datasets import (
-    CUSTOM,
-    ETT_HOURLY,
-    SplitConvention,
-    dataset_spec,
-    file_sha256,
-    locate_dataset,
-)
-
-DATAFRAME = "dataframe"
-"""The dataset name of a series given as a pandas DataFrame (``csv=frame``)."""
 
 __all__ = [
+    "DATAFRAME",
     "WINDOW_COUNT_NOTE",
     "ForecastData",
     "SplitRows",
@@ -72,139 +63,6 @@ WINDOW_COUNT_NOTE = (
     "adding or removing a window changes it, so the window-unit guarantee is for data sets of "
     "that size (a DP-SGD sample rate reveals it too)")
 """Named in every window-unit claim of a forecaster (add or remove one window)."""
-
-# Informer / PatchTST borders of the hourly ETT files: 12, 16 and 20 months of 30 days x 24 h.
-_ETT_HOURLY_BORDERS = (12 * 30 * 24, 16 * 30 * 24, 20 * 30 * 24)  # 8640, 11520, 14400
-# Time-Series-Library "custom" loader: fractions of the rows in train and test (val: the rest).
-_CUSTOM_TRAIN_FRACTION = 0.7
-_CUSTOM_TEST_FRACTION = 0.2
-
-
-# --------------------------------------------------------------------------------------------
-# Splits and scaling
-# --------------------------------------------------------------------------------------------
-
-
-class SplitRows(NamedTuple):
-    """Row ranges [start, stop) of the three splits in the file; val and test include the
-    L look-back rows before their first target."""
-
-    train: tuple[int, int]
-    val: tuple[int, int]
-    test: tuple[int, int]
-
-
-def split_rows(
-    n_rows: int, *, seq_len: int, horizon: int, convention: SplitConvention
-) -> SplitRows:
-    """Row ranges of train, val and test for a series of ``n_rows`` rows.
-
-    ``"ett-hourly"``: [0, 8640), [8640 - L, 11520), [11520 - L, 14400) (Informer / PatchTST);
-    needs 14400 rows. ``"custom"``: n_train = int(0.7 n), n_test = int(0.2 n), the rest val;
-    [0, n_train), [n_train - L, n - n_test), [n - n_test - L, n) (Time-Series-Library).
-
-    Raises:
-        InvalidInputError: unknown convention, too few rows for the ETT borders, or a split
-            with fewer than L + H rows (it could not hold one window).
-    """
-    seq_len = require_positive_int("seq_len", seq_len)
-    horizon = require_positive_int("horizon", horizon)
-    if convention == ETT_HOURLY:
-        train_end, val_end, test_end = _ETT_HOURLY_BORDERS
-        if n_rows < test_end:
-            raise InvalidInputError(
-                f"the ETT hourly split needs {test_end} rows (train [0, {train_end}), val up to "
-                f"{val_end}, test up to {test_end}); the series has {n_rows}"
-            )
-    elif convention == CUSTOM:
-        train_end = int(n_rows * _CUSTOM_TRAIN_FRACTION)
-        test_rows = int(n_rows * _CUSTOM_TEST_FRACTION)
-        val_end, test_end = n_rows - test_rows, n_rows
-    else:
-        raise InvalidInputError(
-            f"unknown split convention {convention!r}; use {ETT_HOURLY!r} or {CUSTOM!r}"
-        )
-    rows = SplitRows(
-        train=(0, train_end),
-        val=(train_end - seq_len, val_end),
-        test=(val_end - seq_len, test_end),
-    )
-    need = seq_len + horizon
-    for split, (start, stop) in zip(SplitRows._fields, rows, strict=True):
-        if stop - start < need:
-            lookback = "" if split == "train" else f", including its {seq_len} look-back rows"
-            raise InvalidInputError(
-                f"the {split} split has {max(stop - start, 0)} rows (rows [{max(start, 0)}, "
-                f"{stop}) of {n_rows}, {convention} convention{lookback}), but seq_len L = "
-                f"{seq_len} plus horizon H = {horizon} needs at least {need} rows for one "
-                "window; use a shorter seq_len or horizon, or a longer series."
-            )
-    return rows
-
-
-_Array = TypeVar("_Array", np.ndarray, torch.Tensor)
-
-
-@dataclass(frozen=True, eq=False)
-class ZScoreScaler:
-    """Per-channel z-score: ``(x - mean) / std`` with the population std (ddof = 0).
-
-    ``mean`` and ``std`` are float64 arrays of shape (C,), read-only. Both transforms act on
-    the last axis of numpy arrays or torch tensors (any device, the input's dtype).
-    """
-
-    mean: np.ndarray
-    std: np.ndarray
-
-    @classmethod
-    def fit(
-        cls,
-        values: np.ndarray,
-        *,
-        channels: Sequence[str] | None = None,
-        where: str = "the fitting rows",
-    ) -> ZScoreScaler:
-        """Fit on ``values`` of shape (rows, C); a constant channel (std 0) is an error."""
-        values = np.asarray(values, dtype=np.float64)
-        if values.ndim != 2 or values.shape[0] < 1:
-            raise InvalidInputError(
-                f"the scaler needs a (rows, channels) array, got {values.shape}"
-            )
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
-            mean = values.mean(axis=0)
-            std = values.std(axis=0)
-        names = list(channels) if channels is not None else [str(i) for i in range(len(std))]
-        for i in np.flatnonzero(~(np.isfinite(mean) & np.isfinite(std))):
-            raise InvalidInputError(
-                f"channel {names[i]!r} on {where} has values too large to z-score in float64 "
-                "(its mean or std overflows); rescale the column, e.g. to other units"
-            )
-        for i, (m, s) in enumerate(zip(mean, std, strict=True)):
-            if not s > 1e-12 * max(1.0, abs(m)):
-                raise InvalidInputError(
-                    f"channel {names[i]!r} is constant on {where} (value {m:g}, std {s:g}): "
-                    "its z-score would divide by zero. Leave it out with --columns / columns=."
-                )
-        mean.setflags(write=False)
-        std.setflags(write=False)
-        return cls(mean=mean, std=std)
-
-    def transform(self, values: _Array) -> _Array:
-        """Scale: ``(values - mean) / std`` over the last axis."""
-        mean, std = self._like(values)
-        return (values - mean) / std
-
-    def inverse_transform(self, values: _Array) -> _Array:
-        """Unscale: ``values * std + mean`` over the last axis."""
-        mean, std = self._like(values)
-        return values * std + mean
-
-    def _like(self, values: np.ndarray | torch.Tensor) -> tuple:
-        if isinstance(values, torch.Tensor):
-            kwargs = {"dtype": values.dtype, "device": values.device}
-            return torch.tensor(self.mean, **kwargs), torch.tensor(self.std, **kwargs)
-        return self.mean, self.std
-
 
 # --------------------------------------------------------------------------------------------
 # Windows
@@ -356,43 +214,10 @@ class ForecastData:
         """Number of channels C."""
         return len(self.channels)
 
-
-def _read_series(dataset: str | None, *, csv: str | Path | pd.DataFrame | None,
-                 columns: Sequence[str] | None, data_dir: str | Path | None,
-                 allow_download: bool, csv_format: CsvFormat | None,
-                 ) -> tuple[pd.DataFrame, Path | None, str, SplitConvention]:
-    """The checked series of :func:`load_forecasting_data`'s data, and where it came from:
-    (frame, the file read or None for a DataFrame, the dataset's name, its split convention)."""
-    frame_given = isinstance(csv, pd.DataFrame)
-    if csv is not None and not (frame_given or isinstance(csv, (str, os.PathLike))):
-        raise InvalidInputError(
-            f"csv = {type(csv).__name__} is neither a file path nor a DataFrame: give the path "
-            "of a CSV file or a pandas DataFrame (its index, or a 'date' column, the dates)")
-    if frame_given:
-        source, name, convention = None, DATAFRAME, CUSTOM
-    elif csv is not None:
-        source = Path(csv).expanduser().resolve()  # stored in config.json: found from anywhere
-        name, convention = source.stem, CUSTOM
-    elif dataset is not None:
-        spec = dataset_spec(dataset)
-        source = locate_dataset(spec.name, path=data_dir, allow_download=allow_download)
-        name, convention = spec.name, spec.split
-    else:
-        raise InvalidInputError(
-            "no data given: name a dataset (ETTh1, ETTh2; --dataset) or pass a CSV (--csv PATH)"
-        )
-
-    if csv_format is not None and (csv is None or frame_given):
-        raise InvalidInputError("csv_format says how a CSV file is written; a named dataset's "
-                                "file has its own, and a DataFrame is read as it is: leave "
-                                "csv_format out")
-    if frame_given:
-        frame = checked_dataframe(csv, columns=columns)
-    else:
-        frame = load_frame(source, columns=columns, fmt=csv_format)
-    if csv is not None:  # a named dataset's file is checked by its checksum
-        check_evenly_spaced(frame, source=source if source is not None else "the DataFrame")
-    return frame, source, name, convention
+    @property
+    def train_windows(self) -> int:
+        """Sliding training windows (all of them, whatever ``max_train_windows`` kept)."""
+        return int(self.train.n_available)
 
 
 def load_forecasting_data(
@@ -450,7 +275,7 @@ def load_forecasting_data(
         if value is not None:
             require_positive_int(name, value)
 
-    frame, source, name, convention = _read_series(
+    frame, source, name, convention = read_series(
         dataset, csv=csv, columns=columns, data_dir=data_dir, allow_download=allow_download,
         csv_format=csv_format)
     rows = split_rows(len(frame), seq_len=seq_len, horizon=horizon, convention=convention)

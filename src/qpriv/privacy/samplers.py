@@ -86,6 +86,7 @@ __all__ = [
     "cryptographic_generator",
     "noise_sampler",
     "sampler_note",
+    "skellam_noise",
 ]
 
 SEEDED = "numpy-seeded"
@@ -315,3 +316,12 @@ def sampler_note(name: str) -> str:
         raise InvalidInputError(f"noise sampler {name!r} is not one of {sorted(notes)}")
     return notes[name]
 
+
+def skellam_noise(mu: float, shape: tuple[int, ...], *,
+                  rng: np.random.Generator) -> np.ndarray:
+    """``Sk(mu)`` noise of ``shape`` as int64: the difference of two Poisson draws (exact); the
+    Skellam mechanism's sampler (its accounting: :mod:`qpriv.privacy.skellam`)."""
+    if mu <= 0:
+        return np.zeros(shape, dtype=np.int64)
+    return rng.poisson(mu, size=shape).astype(np.int64) - \
+        rng.poisson(mu, size=shape).astype(np.int64)

@@ -36,10 +36,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from qpriv.errors import InvalidInputError, require_in_range
+from qpriv.privacy.samplers import skellam_noise  # re-exported: sampling needs no accountant
 
 __all__ = [
     "SKELLAM_ORDERS",
@@ -131,12 +131,3 @@ def skellam_tail(*, mu: float, bound: float) -> float:
     if bound <= 0:
         return 1.0
     return min(1.0, 2.0 * math.exp(-bound ** 2 / (2.0 * (2.0 * mu + bound / 3.0))))
-
-
-def skellam_noise(mu: float, shape: tuple[int, ...], *,
-                  rng: np.random.Generator) -> np.ndarray:
-    """``Sk(mu)`` noise of ``shape`` as int64: the difference of two Poisson draws (exact)."""
-    if mu <= 0:
-        return np.zeros(shape, dtype=np.int64)
-    return rng.poisson(mu, size=shape).astype(np.int64) - \
-        rng.poisson(mu, size=shape).astype(np.int64)

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from qpriv.federated.protocol import decode_and_solve, plan_federation, training_rows
-from qpriv.federated.site import SiteData, site_update
+from qpriv.federated.protocol import decode_and_solve, plan_federation
+from qpriv.federated.site import SiteData, site_update, training_rows
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.linear import evaluate, fit_dp_linear
 from qpriv.forecasting.series import SplitRows, ZScoreScaler

@@ -21,8 +21,8 @@ import json
 
 import numpy as np
 
-from qpriv.federated.protocol import decode_and_solve, plan_federation, training_rows
-from qpriv.federated.site import load_site, site_errors, site_update
+from qpriv.federated.protocol import decode_and_solve, plan_federation
+from qpriv.federated.site import load_site, site_errors, site_update, training_rows
 from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.linear import evaluate, fit_dp_linear, public_forecaster
 from qpriv.forecasting.linear_design import base_spec

@@ -18,7 +18,8 @@ from qpriv.audits.privacy_federated import (
     site_data,
 )
 from qpriv.cli import main
-from qpriv.federated.protocol import CLAMP_SHARE, site_update
+from qpriv.federated.protocol import CLAMP_SHARE
+from qpriv.federated.site import site_update
 from qpriv.privacy.claims import LOWER_BOUND
 from qpriv.privacy.skellam import skellam_epsilon
 

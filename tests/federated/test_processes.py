@@ -14,7 +14,8 @@ import pytest
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
 from qpriv.federated.processes import federate
-from qpriv.federated.protocol import FederatedPlan, decode_and_solve, site_update
+from qpriv.federated.protocol import FederatedPlan, decode_and_solve
+from qpriv.federated.site import site_update
 from qpriv.forecasting.artifacts import load_run
 
 from .conftest import HORIZON, SEQ_LEN, write_site

@@ -11,14 +11,8 @@ import numpy as np
 import pytest
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.protocol import (
-    decode_and_solve,
-    noise_share,
-    plan_federation,
-    site_update,
-    training_rows,
-)
-from qpriv.federated.site import load_site, site_errors
+from qpriv.federated.protocol import decode_and_solve, plan_federation
+from qpriv.federated.site import load_site, noise_share, site_errors, site_update, training_rows
 from qpriv.forecasting.linear import LinearForecaster, evaluate
 from qpriv.forecasting.linear_design import kernel_from_weights, sufficient_statistics
 from qpriv.forecasting.windows import load_forecasting_data

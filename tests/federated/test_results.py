@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from qpriv.cli import main
-from qpriv.federated.protocol import decode_and_solve, site_update
+from qpriv.federated.protocol import decode_and_solve
 from qpriv.federated.results import write_release
-from qpriv.federated.site import site_errors
+from qpriv.federated.site import site_errors, site_update
 from qpriv.forecasting.artifacts import load_run
 
 from .test_protocol import load, noiseless_plan

@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from qpriv.privacy.samplers import cryptographic_generator
+from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 from qpriv.privacy.skellam import (
     calibrate_skellam,
     quantised_sensitivity,
     skellam_epsilon,
-    skellam_noise,
     skellam_rdp,
     skellam_tail,
 )

@@ -34,13 +34,8 @@ from qpriv.forecasting.datasets import (
     cache_dir,
     locate_dataset,
 )
-from qpriv.forecasting.windows import (
-    ForecastData,
-    WindowDataset,
-    ZScoreScaler,
-    load_forecasting_data,
-    split_rows,
-)
+from qpriv.forecasting.series import ZScoreScaler, split_rows
+from qpriv.forecasting.windows import ForecastData, WindowDataset, load_forecasting_data
 
 _REAL_DIR = os.environ.get(DATA_DIR_ENV, "")
 

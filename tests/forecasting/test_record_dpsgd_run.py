@@ -11,7 +11,8 @@ import pytest
 from qpriv.errors import ArgumentError
 from qpriv.forecasting.record_dpsgd import SCALER_SHARE, RecordScaling, rescale
 from qpriv.forecasting.run import run_forecast
-from qpriv.forecasting.windows import ZScoreScaler, load_forecasting_data
+from qpriv.forecasting.series import ZScoreScaler
+from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.record_dpsgd import record_dpsgd_epsilon
 from qpriv.privacy.samplers import SECURE_MODE, SEEDED, VETTED
 from qpriv.training.dpsgd import DPSGDStrategy

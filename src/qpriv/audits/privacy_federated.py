@@ -26,9 +26,9 @@ worst case (the fewest survivors it covers), with the other sites' data known to
 of each site's data (at the record unit the scaler is declared public, D's own z-score for D
 and D', as the central game does; a site's private scaler would be a further release, not in
 the game; the window unit has no scaler). So each site's quantised statistics are computed once
-(:func:`~qpriv.federated.protocol.quantise` of the central game's statistics, the same function
+(:func:`~qpriv.federated.site.quantise` of the central game's statistics, the same function
 of the data as the site's) and only the shares are redrawn, with the protocol's own
-:func:`~qpriv.federated.protocol.noise_share`: one trial's canary-site vector is
+:func:`~qpriv.federated.site.noise_share`: one trial's canary-site vector is
 ``site_update`` bit for bit at the same generator (a test checks it).
 
 **The test.** The quantisation scale is a large power of two, so every entry's total mu is
@@ -63,16 +63,8 @@ from qpriv.audits.privacy_linear import (
     play_many_runs,
 )
 from qpriv.errors import InvalidInputError
-from qpriv.federated.protocol import (
-    CLAMP_SHARE,
-    FederatedPlan,
-    decode_and_solve,
-    noise_share,
-    plan_federation,
-    quantise,
-    site_update,
-    training_rows,
-)
+from qpriv.federated.protocol import CLAMP_SHARE, FederatedPlan, decode_and_solve, plan_federation
+from qpriv.federated.site import noise_share, quantise, site_update, training_rows
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.seasonality import resolve_period
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data

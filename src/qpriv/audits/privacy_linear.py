@@ -66,7 +66,8 @@ from qpriv.forecasting.linear_design import (
     linear_maps,
     sufficient_statistics,
 )
-from qpriv.forecasting.windows import ForecastData, ZScoreScaler, load_forecasting_data
+from qpriv.forecasting.series import ZScoreScaler
+from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import LOWER_BOUND, Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.ssp import SSPNoise, gaussian_noise_multiplier, perturb, ssp_noise
 

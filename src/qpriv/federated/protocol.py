@@ -49,13 +49,6 @@ import numpy as np
 
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan, statistic_dims
-from qpriv.federated.site import (  # re-exported: what a site runs
-    check_site,
-    noise_share,
-    quantise,
-    site_update,
-    training_rows,
-)
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearForecaster,
@@ -74,9 +67,14 @@ from qpriv.privacy.skellam import (
 )
 from qpriv.privacy.ssp import noise_scaled_ridge, psd_floor, ridge_solve
 
-__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "check_site", "decode_and_solve",
-           "federated_claim", "noise_share", "plan_federation", "quantise", "site_update",
-           "training_rows"]
+__all__ = [
+    "CLAMP_SHARE",
+    "MODULUS",
+    "FederatedPlan",
+    "decode_and_solve",
+    "federated_claim",
+    "plan_federation",
+]
 
 
 def plan_federation(*, seq_len: int, horizon: int, period: int, unit: str, eps: float,

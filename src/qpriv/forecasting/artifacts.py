@@ -41,7 +41,8 @@ from qpriv.forecasting.methods import LINEAR, replace_config
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
 from qpriv.forecasting.run import ADDED_REQUEST_KEYS
-from qpriv.forecasting.windows import DATAFRAME, ForecastData, load_forecasting_data
+from qpriv.forecasting.series import DATAFRAME
+from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import Kind
 from qpriv.runs.files import load_checkpoint, read_json_object
 from qpriv.runs.layout import BEST_FILE, CONFIG_FILE, LINEAR_MODEL_FILE, RESULT_FILE

@@ -46,7 +46,8 @@ from qpriv.forecasting.csv_input import (
 )
 from qpriv.forecasting.datasets import DATASETS, file_sha256
 from qpriv.forecasting.records import ForecastRequest, ForecastResult
-from qpriv.forecasting.windows import ForecastData, ZScoreScaler
+from qpriv.forecasting.series import ZScoreScaler
+from qpriv.forecasting.windows import ForecastData
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import atomic_write_json, atomic_write_text
 from qpriv.training.seeding import derive_seed

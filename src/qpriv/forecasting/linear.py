@@ -59,7 +59,7 @@ from qpriv.forecasting.linear_design import (
     record_maps,
     sufficient_statistics,
 )
-from qpriv.forecasting.linear_scaler import Scaler, private_scaler, record_scaler
+from qpriv.forecasting.linear_scaler import Scaler, record_scaler
 from qpriv.forecasting.linear_select import (
     base_spec,
     design_candidates,
@@ -111,7 +111,6 @@ __all__ = [
     "linear_maps",
     "output_basis",
     "prediction_basis",
-    "private_scaler",
     "protected_units",
     "public_forecaster",
     "record_maps",

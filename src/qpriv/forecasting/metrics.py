@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from qpriv.errors import InvalidInputError
-from qpriv.forecasting.windows import ZScoreScaler
+from qpriv.forecasting.series import ZScoreScaler
 
 __all__ = ["METRIC_UNITS", "ORIGINAL_UNITS_NOTE", "original_units"]
 

@@ -7,7 +7,7 @@ value does to each window's gradient, whatever the value (so no value clip is ne
 :mod:`qpriv.privacy.record_dpsgd` accounts the k = L + H windows that hold it under qpriv's
 Poisson batches. One more thing moves with a record: the z-score scaler, fitted on the whole
 training split, rescales every window. It is therefore either private (per-channel median and
-MAD by private quantiles, :func:`qpriv.forecasting.linear.private_scaler`, at
+MAD by private quantiles, :func:`qpriv.forecasting.linear_scaler.private_scaler`, at
 :data:`SCALER_SHARE` of eps, pure DP, composed with DP-SGD's (eps, delta) by basic
 composition: DP-SGD then runs on data scaled by a released statistic, which both neighbours
 share), or declared public by the user (the loader's scaler, not covered), as for dp-linear.
@@ -22,10 +22,11 @@ import numpy as np
 import torch
 
 from qpriv.errors import ArgumentError
-from qpriv.forecasting.linear import private_scaler
+from qpriv.forecasting.linear_scaler import private_scaler
 from qpriv.forecasting.methods import Method, MethodSetup
 from qpriv.forecasting.recipe import ForecasterTrainConfig
-from qpriv.forecasting.windows import ForecastData, WindowDataset, ZScoreScaler
+from qpriv.forecasting.series import ZScoreScaler
+from qpriv.forecasting.windows import ForecastData, WindowDataset
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.dpsgd_accounting import dpsgd_schedule, noise_multiplier_for
 from qpriv.privacy.record_dpsgd import (

@@ -39,8 +39,7 @@ from torch.utils.data import Dataset
 from qpriv.errors import InvalidInputError, require_positive_int
 from qpriv.forecasting.csv_input import CsvFormat
 from qpriv.forecasting.datasets import SplitConvention, file_sha256
-from qpriv.forecasting.series import (  # re-exported: the splits and scaler live there
-    DATAFRAME,
+from qpriv.forecasting.series import (
     SplitRows,
     ZScoreScaler,
     read_series,
@@ -48,14 +47,10 @@ from qpriv.forecasting.series import (  # re-exported: the splits and scaler liv
 )
 
 __all__ = [
-    "DATAFRAME",
     "WINDOW_COUNT_NOTE",
     "ForecastData",
-    "SplitRows",
     "WindowDataset",
-    "ZScoreScaler",
     "load_forecasting_data",
-    "split_rows",
 ]
 
 WINDOW_COUNT_NOTE = (

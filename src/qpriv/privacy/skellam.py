@@ -39,14 +39,12 @@ from collections.abc import Sequence
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
 
 from qpriv.errors import InvalidInputError, require_in_range
-from qpriv.privacy.samplers import skellam_noise  # re-exported: sampling needs no accountant
 
 __all__ = [
     "SKELLAM_ORDERS",
     "calibrate_skellam",
     "quantised_sensitivity",
     "skellam_epsilon",
-    "skellam_noise",
     "skellam_rdp",
     "skellam_shares",
     "skellam_tail",

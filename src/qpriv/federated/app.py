@@ -40,9 +40,8 @@ from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from qpriv.errors import InvalidInputError
 from qpriv.federated.protocol import FederatedPlan, decode_and_solve
 from qpriv.federated.results import ERROR_FILE, write_release
-from qpriv.federated.site import client_app  # re-exported: the sites' app lives there
 
-__all__ = ["SumStrategy", "client_app", "server_app"]
+__all__ = ["SumStrategy", "server_app"]
 
 
 class SumStrategy(FedAvg):

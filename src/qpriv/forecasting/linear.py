@@ -317,18 +317,15 @@ def fit_dp_linear(
     and B over all training windows and channels, Gaussian noise calibrated with the
     sensitivities of :func:`_sensitivities`, ``share_a`` of it on A. (5) PSD repair, and the
     ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
-
     Accounting: the Gaussian releases (selection and fit) compose exactly as one Gaussian
     mechanism (:func:`qpriv.privacy.ssp.split_noise_multiplier`), calibrated by the analytic
     Gaussian mechanism to ``eps - eps_scaler``; the scaler composes by basic composition.
 
     The model is equivariant to per-channel affine maps, so the scaler serves the clipping alone.
-    ``seed`` seeds the noise (NumPy's generator: reproducible, and replayable by whoever knows
-    it: the claim says so); None draws every noise of the release (scaler, selection, fit) from
-    OpenDP's vetted samplers on a cryptographic generator keyed by the operating system
-    (:class:`qpriv.privacy.samplers.VettedSampler`), and the claim's ``noise_sampler`` says
-    which.
-    ``noise=False`` is for tests only: it skips every noise draw and promises nothing.
+    ``seed`` seeds the noise (NumPy's: reproducible, replayable by whoever knows it, as the claim
+    says); None draws all of it (scaler, selection, fit) from OpenDP's vetted samplers on an
+    OS-keyed cryptographic generator (:class:`qpriv.privacy.samplers.VettedSampler`), named in
+    the claim's ``noise_sampler``. ``noise=False``, for tests only, draws none, promising nothing.
 
     Raises:
         InvalidInputError: a bad eps (> 0, at most :data:`MAX_DP_LINEAR_EPS`), delta, unit,

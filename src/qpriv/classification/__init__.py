@@ -45,7 +45,6 @@ from qpriv.classification.diagnostics import (
 )
 from qpriv.classification.dpsgd import (
     DPSGDConfig,
-    noise_multiplier_for,
     per_example_gradients,
     train_dpsgd,
 )
@@ -79,7 +78,6 @@ __all__ = [
     "gradient_perturbation",
     "lipschitz_mlp_gradient_bounds",
     "load_task",
-    "noise_multiplier_for",
     "per_example_gradients",
     "simulate_update_mse",
     "structural_clip",

@@ -41,7 +41,7 @@ from torch import Tensor
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.training.dpsgd import clip_factors
 
-__all__ = ["clip_factors", "gradient_diagnostics", "simulate_update_mse",
+__all__ = ["gradient_diagnostics", "simulate_update_mse",
            "update_mse_decomposition"]
 
 SAMPLING = ("iid", "shuffle", "poisson")

@@ -51,7 +51,6 @@ from torch import Tensor, nn
 
 from qpriv.classification.diagnostics import gradient_diagnostics
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.privacy.dpsgd_accounting import noise_multiplier_for
 from qpriv.privacy.samplers import SecureModeGaussian
 from qpriv.runs.files import changed_settings
 from qpriv.runs.layout import CHECKPOINT_FILE
@@ -60,7 +59,7 @@ from qpriv.training.dpsgd import assign_flat_gradient, clip_and_noise, poisson_b
 from qpriv.training.trainer import Recipe, StepStrategy, TrainConfig, Trainer
 
 __all__ = ["ClassifierRecipe", "DPSGDConfig", "DPSGDStep", "Examples", "dp_step",
-           "epoch_diagnostics", "evaluate", "noise_multiplier_for", "per_example_gradients",
+           "epoch_diagnostics", "evaluate", "per_example_gradients",
            "per_example_gradients_loop", "train_dpsgd"]
 
 OPTIMIZERS = ("sgd", "adam")

@@ -332,7 +332,7 @@ def test_quickstart_tiny_budget(capsys, tmp_path):
     # it closes with the frontier at the record unit: dp-linear against the public floor
     frontier = {(row["method"], row["eps"]): row for row in payload["frontier"]["rows"]}
     assert frontier[("dp-linear", 1.0)]["unit"] == "record"
-    assert frontier[("dpsgd", 1.0)]["role"] == "other unit"
+    assert frontier[("dpsgd", 1.0)]["role"] == "covers"  # record-level DP-SGD (issue 46)
     assert ("public", None) in frontier
     assert (tmp_path / "frontier").is_dir()
     assert payload["report"] == str(tmp_path / "report.html")

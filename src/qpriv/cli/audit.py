@@ -97,12 +97,10 @@ def _add_privacy(audit_sub: argparse._SubParsersAction) -> None:
     pa.add_argument("--eps", type=float, help="the claimed budget")
     pa.add_argument("--delta", type=float,
                     help="the claimed delta (default: 1e-6 for dp-linear, fed-dp-linear, "
-                         "dpsgd-linear and dpsgd, "
-                         "1e-5 for classifier and clipless)")
+                         "dpsgd-linear and dpsgd, 1e-5 for classifier and clipless)")
     pa.add_argument("--canary", choices=["worst", "random"], default="worst",
                     help="dp-linear, fed-dp-linear: the worst-case neighbour the sensitivity "
-                         "proof names, or a "
-                         "random one")
+                         "proof names, or a random one")
     pa.add_argument("--trials", type=positive_int, default=2000,
                     help="dp-linear, fed-dp-linear: releases drawn from each of D and D'")
     pa.add_argument("--sites", type=positive_int,

@@ -25,15 +25,16 @@ from flwr.client.mod import secaggplus_mod
 from flwr.common import Context
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.plan import FederatedPlan, statistic_dims
+from qpriv.federated.plan import FederatedPlan, release_dims
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.linear_design import sufficient_statistics
 from qpriv.forecasting.linear_scaler import record_scaler
 from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split_rows
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
-__all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app", "load_site",
-           "noise_share", "quantise", "site_errors", "site_update", "training_rows"]
+__all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
+           "held_out_parts", "load_site", "noise_share", "quantise", "site_errors",
+           "site_update", "training_rows"]
 
 
 class SiteSeries(Protocol):
@@ -123,17 +124,23 @@ def site_errors(kernel: np.ndarray, data: SiteData, split: str) -> dict[str, flo
     return {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err)))}
 
 
-def site_update(data: SiteSeries, plan: FederatedPlan, *,
-                rng: np.random.Generator) -> np.ndarray:
+def site_update(data: SiteSeries, plan: FederatedPlan, *, rng: np.random.Generator,
+                slot: int | None = None) -> np.ndarray:
     """One site's integer vector: its clipped (A, B) on its training split, scaled by
     ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
-    site's own :func:`load_site` (or the same file's ``load_forecasting_data``).
+    site's own :func:`load_site` (or the same file's ``load_forecasting_data``). A personal
+    plan (:mod:`qpriv.federated.personal`) sends the statistics of the two time parts of the
+    training windows in the site's ``slot`` (0 to sites - 1) and zeros in the others'.
 
     Raises:
-        InvalidInputError: the site's channels or frequency differ from the plan's, or it has
-            more rows than the plan's bound; refused before anything is computed or sent.
+        InvalidInputError: the site's channels or frequency differ from the plan's, it has
+            more rows than the plan's bound, or a personal plan's slot is missing or out of
+            range; refused before anything is computed or sent.
     """
     check_site(data, plan)
+    if plan.personal and (slot is None or not 0 <= slot < plan.sites):
+        raise InvalidInputError(f"site {data.dataset!r} has slot {slot}, not one of 0 to "
+                                f"{plan.sites - 1}: give each site its own slot")
     maps = plan.maps()
     if plan.unit == "window":
         series, clip = data.train_raw, None
@@ -143,20 +150,64 @@ def site_update(data: SiteSeries, plan: FederatedPlan, *,
                                    eps=plan.eps, share=plan.scaler_share, rng=rng)
         series, clip = used.transform(data.train_raw), plan.clip
     c_y = plan.target_clip * math.sqrt(maps[2].shape[1])
-    a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
-                                 clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
-                                 rescale=plan.unit == "window")
-    vector = quantise(a, b, plan)
-    return vector + noise_share(plan, dims=statistic_dims(maps), rng=rng) if plan.noise \
+
+    def statistics(windows: slice | None) -> tuple[np.ndarray, np.ndarray]:
+        return sufficient_statistics(series, features=maps[0], public=maps[1],
+                                     outputs=maps[2], clip=clip,
+                                     feature_clip=plan.feature_clip, target_clip=c_y,
+                                     rescale=plan.unit == "window", windows=windows)
+
+    if plan.personal:
+        vector = _slotted([statistics(part) for part in held_out_parts(data.train_windows,
+                                                                       plan.held_out)],
+                          plan, slot=int(slot))
+    else:
+        vector = quantise(*statistics(None), plan)
+    return vector + noise_share(plan, dims=release_dims(plan)[1], rng=rng) if plan.noise \
         else vector
+
+
+def held_out_parts(windows: int, held_out: float) -> tuple[slice, slice]:
+    """The fitting part (the first ``1 - held_out`` of the training windows, by start row) and
+    the held-out part (the rest), as :func:`qpriv.forecasting.linear_select.select_design`
+    cuts them: every window lies in exactly one.
+
+    Raises:
+        InvalidInputError: too few windows to leave both parts non-empty.
+    """
+    split = round(windows * (1.0 - held_out))
+    if not 1 <= split < windows:
+        raise InvalidInputError(f"{windows} training windows cannot be cut into a fitting and "
+                                f"a held-out part of {held_out:g}: give the site more rows")
+    return slice(0, split), slice(split, None)
 
 
 def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
     """The integers a site sends before its noise: ``round(gamma s)`` of A's upper triangle,
     then of B (:mod:`qpriv.federated.protocol`'s docstring)."""
-    upper = a[np.triu_indices(a.shape[0])]
-    return np.concatenate([np.rint(plan.scale * upper).astype(np.int64),
-                           np.rint(plan.scale * b.ravel()).astype(np.int64)])
+    return _encode(np.concatenate([a[np.triu_indices(a.shape[0])], b.ravel()]), plan)
+
+
+def _slotted(parts: list[tuple[np.ndarray, np.ndarray]], plan: FederatedPlan, *,
+             slot: int) -> np.ndarray:
+    """A personal round's vector (:func:`qpriv.federated.plan.release_dims`): the parts' A
+    (upper triangles) in this site's slot of the A entries, their B in its slot of the B
+    entries, zeros in every other site's slots; rounded as :func:`quantise`."""
+    upper = np.triu_indices(parts[0][0].shape[0])
+    a_part = np.concatenate([a[upper] for a, _ in parts])
+    b_part = np.concatenate([b.ravel() for _, b in parts])
+    a_all, b_all = np.zeros(plan.sites * a_part.size), np.zeros(plan.sites * b_part.size)
+    a_all[slot * a_part.size:(slot + 1) * a_part.size] = a_part
+    b_all[slot * b_part.size:(slot + 1) * b_part.size] = b_part
+    return _encode(np.concatenate([a_all, b_all]), plan)
+
+
+def _encode(values: np.ndarray, plan: FederatedPlan) -> np.ndarray:
+    """``round(gamma v)`` as integers; a plan with ``quantised`` False (tests only, without
+    noise) keeps the float statistics as they are."""
+    if not plan.quantised:
+        return np.asarray(values, dtype=np.float64)
+    return np.rint(plan.scale * values).astype(np.int64)
 
 
 def noise_share(plan: FederatedPlan, *, dims: tuple[int, int],

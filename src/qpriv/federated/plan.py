@@ -30,9 +30,8 @@ class FederatedPlan:
     """Everything the server fixes before the round, sent to every site in the clear (public:
     none of it reads data). Its JSON form is flat, for Flower's config records.
 
-    ``personal`` (:mod:`qpriv.federated.personal`): each site sends its statistics of two
-    time parts of its training windows (the last ``held_out`` of them scores) in a slot of its
-    own, and the server releases a pooled kernel and one kernel per site. ``quantised`` False
+    ``personal`` (:mod:`qpriv.federated.personal`): each site sends its statistics in a slot
+    of its own, and the server releases a pooled kernel and one kernel per site. ``quantised`` False
     (tests only, never reachable from the command line, and only without noise) sends the
     float statistics unscaled and unrounded, summed in the clear."""
 
@@ -63,7 +62,6 @@ class FederatedPlan:
     l2_b: float
     noise: bool
     personal: bool = False
-    held_out: float = 0.0
     quantised: bool = True
 
     def to_config(self) -> dict[str, Any]:
@@ -113,10 +111,10 @@ def statistic_dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int
 def release_dims(plan: FederatedPlan) -> tuple[tuple[int, int], tuple[int, int]]:
     """((entries of A, of B) one unit can change, (entries of A, of B) a site sends).
 
-    A fixed round sends A's upper triangle and B once. A personal round sends, for every
-    site's slot, A of the fitting part then of the held-out part, all slots' A first, then
-    all slots' B the same way: a unit of site s changes only slot s's two parts."""
+    A fixed round sends A's upper triangle and B once. A personal round sends A's upper
+    triangle in every site's slot, then B in every site's slot: a unit of site s changes only
+    slot s."""
     dim_a, dim_b = statistic_dims(plan.maps())
     if not plan.personal:
         return (dim_a, dim_b), (dim_a, dim_b)
-    return (2 * dim_a, 2 * dim_b), (2 * plan.sites * dim_a, 2 * plan.sites * dim_b)
+    return (dim_a, dim_b), (plan.sites * dim_a, plan.sites * dim_b)

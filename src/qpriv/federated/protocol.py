@@ -56,7 +56,6 @@ from qpriv.forecasting.linear import (
     check_dp_linear_eps,
 )
 from qpriv.forecasting.linear_design import DEFAULTS, base_spec, kernel_from_weights
-from qpriv.forecasting.linear_select import HELD_OUT
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
 from qpriv.privacy.randomness import randomness_note
 from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
@@ -87,10 +86,9 @@ FIXED_DESIGN = ("fixed: the base design for L and the period, default clips and 
                 "one kernel for every site (not selected on the sites' data)")
 """A fixed round's design, as its claim states it."""
 PERSONAL_DESIGN = (
-    "personal: the base design's features, default clips and ridge scale, and one kernel per "
-    "site shrunk toward the pooled kernel by an amount chosen for each site among "
-    "declared candidates by its held-out windows' squared error, computed from the same "
-    "release (post-processing, inside the guarantee)")
+    "personal: the base design for L and the period, default clips and ridge scale, a pooled "
+    "kernel and one kernel per site shrunk toward it by a fixed amount (post-processing of "
+    "the sites' slots; nothing selected on the sites' data)")
 """A personal round's design (:mod:`qpriv.federated.personal`), as its claim states it."""
 
 
@@ -142,8 +140,7 @@ def plan_federation(*, seq_len: int, horizon: int, period: int, unit: str, eps: 
         share_a=float(defaults["share_a"]), ridge_scale=float(defaults["ridge_scale"]),
         scaler_share=float(defaults.get("scaler_share", 0.0)), max_rows=int(max_rows),
         half_range=half_range, scale=1.0, mu_a_site=0.0, mu_b_site=0.0, l2_a=0.0, l2_b=0.0,
-        noise=noise, personal=personal, held_out=HELD_OUT if personal else 0.0,
-        quantised=quantised)
+        noise=noise, personal=personal, quantised=quantised)
     return _calibrated(plan)
 
 
@@ -240,9 +237,9 @@ def part_sigma(plan: FederatedPlan, *, survivors: int) -> float:
 
 
 def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float,
-                    selection: dict[str, Any] | None = None) -> PrivacyClaim:
+                    personal: dict[str, Any] | None = None) -> PrivacyClaim:
     """The (eps, delta) claim of a round with ``survivors`` sites (module docstring);
-    ``selection``: what a personal round chose (post-processing), for its details."""
+    ``personal``: a personal round's shrink and present slots, for its details."""
     honest = survivors - plan.colluders
     dims = list(release_dims(plan)[1])
     mu_a, mu_b = honest * plan.mu_a_site, honest * plan.mu_b_site
@@ -266,7 +263,7 @@ def federated_claim(plan: FederatedPlan, *, survivors: int, ridge: float,
         "target_clip_per_block": plan.target_clip, "period": plan.period,
         "noise": plan.noise, "noise_sampler": CHACHA, "scaler": _scaler_label(plan),
         "design": PERSONAL_DESIGN if plan.personal else FIXED_DESIGN,
-        **({"selection": selection} if selection is not None else {}),
+        **({"personal": personal} if personal is not None else {}),
     }
     notes = (
         f"who sees what: the server sees only the SecAgg+ sum of the {survivors} surviving "

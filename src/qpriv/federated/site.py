@@ -33,7 +33,7 @@ from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
 __all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
-           "held_out_parts", "load_site", "noise_share", "quantise", "site_errors",
+           "load_site", "noise_share", "quantise", "site_errors",
            "site_update", "training_rows"]
 
 
@@ -129,8 +129,8 @@ def site_update(data: SiteSeries, plan: FederatedPlan, *, rng: np.random.Generat
     """One site's integer vector: its clipped (A, B) on its training split, scaled by
     ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
     site's own :func:`load_site` (or the same file's ``load_forecasting_data``). A personal
-    plan (:mod:`qpriv.federated.personal`) sends the statistics of the two time parts of the
-    training windows in the site's ``slot`` (0 to sites - 1) and zeros in the others'.
+    plan (:mod:`qpriv.federated.personal`) puts the statistics in the site's ``slot`` (0 to
+    sites - 1) and zeros in the other sites' slots.
 
     Raises:
         InvalidInputError: the site's channels or frequency differ from the plan's, it has
@@ -150,36 +150,12 @@ def site_update(data: SiteSeries, plan: FederatedPlan, *, rng: np.random.Generat
                                    eps=plan.eps, share=plan.scaler_share, rng=rng)
         series, clip = used.transform(data.train_raw), plan.clip
     c_y = plan.target_clip * math.sqrt(maps[2].shape[1])
-
-    def statistics(windows: slice | None) -> tuple[np.ndarray, np.ndarray]:
-        return sufficient_statistics(series, features=maps[0], public=maps[1],
-                                     outputs=maps[2], clip=clip,
-                                     feature_clip=plan.feature_clip, target_clip=c_y,
-                                     rescale=plan.unit == "window", windows=windows)
-
-    if plan.personal:
-        vector = _slotted([statistics(part) for part in held_out_parts(data.train_windows,
-                                                                       plan.held_out)],
-                          plan, slot=int(slot))
-    else:
-        vector = quantise(*statistics(None), plan)
+    a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
+                                 clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
+                                 rescale=plan.unit == "window")
+    vector = _slotted(a, b, plan, slot=int(slot)) if plan.personal else quantise(a, b, plan)
     return vector + noise_share(plan, dims=release_dims(plan)[1], rng=rng) if plan.noise \
         else vector
-
-
-def held_out_parts(windows: int, held_out: float) -> tuple[slice, slice]:
-    """The fitting part (the first ``1 - held_out`` of the training windows, by start row) and
-    the held-out part (the rest), as :func:`qpriv.forecasting.linear_select.select_design`
-    cuts them: every window lies in exactly one.
-
-    Raises:
-        InvalidInputError: too few windows to leave both parts non-empty.
-    """
-    split = round(windows * (1.0 - held_out))
-    if not 1 <= split < windows:
-        raise InvalidInputError(f"{windows} training windows cannot be cut into a fitting and "
-                                f"a held-out part of {held_out:g}: give the site more rows")
-    return slice(0, split), slice(split, None)
 
 
 def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
@@ -188,17 +164,14 @@ def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
     return _encode(np.concatenate([a[np.triu_indices(a.shape[0])], b.ravel()]), plan)
 
 
-def _slotted(parts: list[tuple[np.ndarray, np.ndarray]], plan: FederatedPlan, *,
-             slot: int) -> np.ndarray:
-    """A personal round's vector (:func:`qpriv.federated.plan.release_dims`): the parts' A
-    (upper triangles) in this site's slot of the A entries, their B in its slot of the B
-    entries, zeros in every other site's slots; rounded as :func:`quantise`."""
-    upper = np.triu_indices(parts[0][0].shape[0])
-    a_part = np.concatenate([a[upper] for a, _ in parts])
-    b_part = np.concatenate([b.ravel() for _, b in parts])
-    a_all, b_all = np.zeros(plan.sites * a_part.size), np.zeros(plan.sites * b_part.size)
-    a_all[slot * a_part.size:(slot + 1) * a_part.size] = a_part
-    b_all[slot * b_part.size:(slot + 1) * b_part.size] = b_part
+def _slotted(a: np.ndarray, b: np.ndarray, plan: FederatedPlan, *, slot: int) -> np.ndarray:
+    """A personal round's vector (:func:`qpriv.federated.plan.release_dims`): A's upper
+    triangle in this site's slot of the A entries, B in its slot of the B entries, zeros in
+    every other site's slots; rounded as :func:`quantise`."""
+    upper, flat = a[np.triu_indices(a.shape[0])], b.ravel()
+    a_all, b_all = np.zeros(plan.sites * upper.size), np.zeros(plan.sites * flat.size)
+    a_all[slot * upper.size:(slot + 1) * upper.size] = upper
+    b_all[slot * flat.size:(slot + 1) * flat.size] = flat
     return _encode(np.concatenate([a_all, b_all]), plan)
 
 

@@ -64,7 +64,6 @@ from qpriv.privacy.ssp import (
 
 __all__ = [
     "BLOCK_CHOICES",
-    "HELD_OUT",
     "RIDGE_SCALES",
     "SELECTION_MECHANISM",
     "Candidate",

@@ -3,12 +3,12 @@
 Each site holds its own series. It computes the clipped sufficient statistics (A, B) of
 central dp-linear (:func:`qpriv.forecasting.linear_design.sufficient_statistics`, on the fixed
 design :func:`qpriv.forecasting.linear_select.base_spec`, with the clips and record or window
-sensitivities of :mod:`qpriv.forecasting.linear`), quantises them to integers
-``round(gamma s)`` (A's upper triangle, then B), adds its share ``Sk(mu_i)`` of Skellam noise
-(:mod:`qpriv.privacy.skellam`: the sum of shares is Skellam) and hands the vector to SecAgg+,
-which reveals only the sum. The server decodes ``sum / gamma``, repairs A and solves the ridge
-exactly as central dp-linear does (:func:`decode_and_solve`). A site's part runs in
-:mod:`qpriv.federated.site`; the plan is :class:`qpriv.federated.plan.FederatedPlan`.
+sensitivities of :func:`qpriv.forecasting.linear.statistic_sensitivities`), quantises them to
+integers ``round(gamma s)`` (A's upper triangle, then B), adds its share ``Sk(mu_i)`` of
+Skellam noise (:mod:`qpriv.privacy.skellam`: the sum of shares is Skellam) and hands the vector
+to SecAgg+, which reveals only the sum. The server decodes ``sum / gamma``, repairs A and
+solves the ridge exactly as central dp-linear does (:func:`decode_and_solve`). A site's part
+runs in :mod:`qpriv.federated.site`; the plan is :class:`qpriv.federated.plan.FederatedPlan`.
 
 Why Skellam: the sum of the survivors' shares is exactly ``Sk(sum mu_i)``, so the server's view
 is the central Skellam mechanism and its RDP bound applies as is; the distributed discrete
@@ -52,8 +52,8 @@ from qpriv.federated.plan import CLAMP_SHARE, MODULUS, FederatedPlan, release_di
 from qpriv.forecasting.linear import (
     COVERS_LINEAR,
     LinearForecaster,
-    _sensitivities,
     check_dp_linear_eps,
+    statistic_sensitivities,
 )
 from qpriv.forecasting.linear_design import DEFAULTS, base_spec, kernel_from_weights
 from qpriv.privacy.claims import Accounting, Kind, PrivacyClaim, Unit
@@ -148,9 +148,11 @@ def _calibrated(plan: FederatedPlan) -> FederatedPlan:
     """``plan`` with its scale and Skellam shares: the largest power-of-two scale whose
     statistics and noise fit SecAgg+'s range except with probability delta / 100."""
     maps = plan.maps()
-    d_a, d_b, _ = _sensitivities(Unit(plan.unit), maps, n_channels=len(plan.channels.split(",")),
-                                 clip=plan.clip if plan.unit == "record" else None,
-                                 feature_clip=plan.feature_clip, target_clip=plan.target_clip)
+    d_a, d_b, _ = statistic_sensitivities(Unit(plan.unit), maps,
+                                          n_channels=len(plan.channels.split(",")),
+                                          clip=plan.clip if plan.unit == "record" else None,
+                                          feature_clip=plan.feature_clip,
+                                          target_clip=plan.target_clip)
     (dim_a, dim_b), (sent_a, sent_b) = release_dims(plan)
     signal = plan.max_rows * plan.row_bound()
     honest = plan.threshold - plan.colluders

@@ -317,8 +317,7 @@ def fit_dp_linear(
     :func:`default_spec`) and ``ridge_scale``, declared as chosen outside the guarantee. (4) A
     and B over all training windows and channels, Gaussian noise calibrated with the
     sensitivities of :func:`statistic_sensitivities`, ``share_a`` of it on A. (5) PSD repair,
-    and the
-    ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
+    and the ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP; shrinks toward the public one).
     Accounting: the Gaussian releases (selection and fit) compose exactly as one Gaussian
     mechanism (:func:`qpriv.privacy.ssp.split_noise_multiplier`), calibrated by the analytic
     Gaussian mechanism to ``eps - eps_scaler``; the scaler composes by basic composition.

@@ -10,12 +10,14 @@ import time
 
 import numpy as np
 import pytest
+from flwr.common import Code, FitRes, Status, ndarrays_to_parameters
 
 from qpriv.cli import main
 from qpriv.errors import InvalidInputError
+from qpriv.federated.app import SumStrategy
 from qpriv.federated.processes import federate
-from qpriv.federated.protocol import FederatedPlan, decode_and_solve
-from qpriv.federated.site import site_update
+from qpriv.federated.protocol import FederatedPlan, decode_and_solve, plan_federation
+from qpriv.federated.site import REFUSED, SiteClient, site_update, training_rows
 from qpriv.forecasting.artifacts import load_run
 
 from .conftest import HORIZON, SEQ_LEN, write_site
@@ -122,3 +124,47 @@ def test_a_supernode_killed_mid_round(tmp_path, killed):
             federate(paths, **kwargs)
         assert "\n" not in str(info.value)
         assert not out.exists()
+
+
+def test_a_site_that_refuses_sends_zeros_and_its_reason(tmp_path, sites):
+    """Inside its ClientApp a site whose columns differ from the plan's sends zeros of the
+    round's size, no statistics, and the one-line reason as its fit metric; the server's
+    strategy turns that reason into the run's error and releases nothing."""
+    datas = load(sites)
+    plan = plan_federation(seq_len=SEQ_LEN, horizon=HORIZON, period=24, unit="record",
+                           eps=1.0, delta=1e-6, sites=3, threshold=3,
+                           channels=datas[0].channels, freq="h",
+                           max_rows=max(training_rows(d) for d in datas))
+    other = write_site(tmp_path / "other.csv", seed=9, columns=("load", "wind"))
+    vectors, _, metrics = SiteClient(str(other), seed=0).fit([], plan.to_config())
+    assert "columns load, wind" in metrics[REFUSED] and "\n" not in metrics[REFUSED]
+    assert vectors[0].shape == site_update(datas[0], plan, rng=np.random.default_rng(0)).shape
+    assert not vectors[0].any()
+    honest = SiteClient(str(sites[0]), seed=0).fit([], plan.to_config())
+    assert honest[2] == {} and honest[0][0].any()
+    strategy = SumStrategy(plan)
+    replies = [(None, FitRes(Status(Code.OK, ""), ndarrays_to_parameters(v), 1, m))
+               for v, _, m in (honest, honest, (vectors, 1, metrics))]
+    assert strategy.aggregate_fit(1, replies, []) == (None, {})
+    assert strategy.outcome == {"error": metrics[REFUSED]}
+
+
+@pytest.mark.slow
+def test_a_site_refusing_inside_its_clientapp_is_one_line_and_nothing_written(
+        tmp_path, sites, monkeypatch, capsys):
+    """The command's own pre-check passes (the sites agree), but the plan declares a bound on
+    a site's rows that every site exceeds: each refuses inside its ClientApp, and the command
+    prints the sites' reason in one line, exits 2 and writes nothing."""
+    real = plan_federation
+
+    def tight(**kwargs):
+        return real(**{**kwargs, "max_rows": 8})
+
+    monkeypatch.setattr("qpriv.federated.processes.plan_federation", tight)
+    out = tmp_path / "run"
+    argv = ["federate", *[arg for site in sites for arg in ("--site", str(site))],
+            "--seq-len", str(SEQ_LEN), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "above the plan's bound 8" in err[0]
+    assert not out.exists()

@@ -15,6 +15,9 @@ SecAgg+ carries integers exactly when its quantiser is the identity: ``quantizat
 ``max_weight`` (so its factor is 1). Its aggregate is then the survivors' mean, which the
 strategy multiplies back by their number.
 
+A site that refuses (its file, columns, frequency or size do not fit the plan) sends zeros and
+its reason as a fit metric; the server writes that reason as the run's one error line.
+
 A site reads its CSV from its SuperNode's node config (``--node-config 'csv="A.csv"'``); the
 ServerApp writes its outcome (a released-model folder, or one error line) to the run config's
 ``staging`` folder, which ``qpriv federate`` moves into place.
@@ -40,6 +43,7 @@ from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from qpriv.errors import InvalidInputError
 from qpriv.federated.protocol import FederatedPlan, decode_and_solve
 from qpriv.federated.results import ERROR_FILE, write_release
+from qpriv.federated.site import REFUSED
 
 __all__ = ["SumStrategy", "server_app"]
 
@@ -61,7 +65,10 @@ class SumStrategy(FedAvg):
     def aggregate_fit(self, server_round: int, results: list, failures: list) -> tuple:
         self.survivors = [proxy for proxy, _ in results]
         mean = parameters_to_ndarrays(results[0][1].parameters)[0] if results else None
+        refusals = [str(res.metrics[REFUSED]) for _, res in results if REFUSED in res.metrics]
         try:
+            if refusals:  # a site refused before computing: its reason is the run's error
+                raise InvalidInputError(refusals[0])
             if mean is None:
                 raise InvalidInputError("no site's update arrived")
             total = np.rint(np.asarray(mean, dtype=np.float64) * len(results))

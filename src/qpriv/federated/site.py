@@ -32,9 +32,13 @@ from qpriv.forecasting.linear_scaler import record_scaler
 from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split_rows
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
-__all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
+__all__ = ["REFUSED", "SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
            "load_site", "noise_share", "quantise", "site_errors",
            "site_update", "training_rows"]
+
+
+REFUSED = "refused"
+"""The fit metric that carries a site's refusal (one line) to the server."""
 
 
 class SiteSeries(Protocol):
@@ -221,10 +225,14 @@ def _frequency(data: SiteSeries) -> str:
 
 
 class SiteClient(NumPyClient):
-    """One site: its CSV stays here; it sends only its masked noisy statistics."""
+    """One site: its CSV stays here; it sends only its masked noisy statistics. A site that
+    cannot take part (its file unreadable, its columns, frequency or size not the plan's)
+    sends zeros, which leave the sum as it is, and the one-line reason in its fit metrics
+    (``REFUSED``): SecAgg+ masks the vector, not the metrics, and the server turns the reason
+    into the run's error."""
 
-    def __init__(self, csv: str, seed: int | None) -> None:
-        self.csv, self.seed = csv, seed
+    def __init__(self, csv: str, seed: int | None, slot: int | None = None) -> None:
+        self.csv, self.seed, self.slot = csv, seed, slot
 
     def _data(self, config: dict[str, Any]) -> SiteData:
         return load_site(self.csv, seq_len=int(config["seq_len"]),
@@ -235,7 +243,10 @@ class SiteClient(NumPyClient):
         plan = FederatedPlan.from_config(config)
         rng = (cryptographic_generator() if self.seed is None  # a release: unpredictable
                else np.random.default_rng(self.seed))            # the tests' replayable shares
-        vector = site_update(self._data(config), plan, rng=rng)
+        try:
+            vector = site_update(self._data(config), plan, rng=rng, slot=self.slot)
+        except InvalidInputError as exc:  # a refusal: zeros in the sum, the reason in words
+            return [np.zeros(sum(release_dims(plan)[1]))], 1, {REFUSED: str(exc)}
         return [vector.astype(np.float64)], 1, {}
 
     def evaluate(self, parameters: list[np.ndarray],
@@ -254,9 +265,10 @@ class SiteClient(NumPyClient):
 
 
 def _client(context: Context) -> Any:
-    seed = context.node_config.get("seed")
+    seed, slot = context.node_config.get("seed"), context.node_config.get("slot")
     return SiteClient(str(context.node_config["csv"]),
-                      None if seed in (None, "") else int(seed)).to_client()
+                      None if seed in (None, "") else int(seed),
+                      None if slot in (None, "") else int(slot)).to_client()
 
 
 client_app = ClientApp(client_fn=_client, mods=[secaggplus_mod])

@@ -37,6 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     help="the record unit's scaler at each site: 'private' (estimated under "
                          "the guarantee, default) or 'public' (each site's training split's "
                          "scaler declared public, NOT covered; the claim says so)")
+    fd.add_argument("--personal", action="store_true",
+                    help="release one kernel per site, pulled toward the pooled kernel, "
+                         "beside the pooled one (same claim; default: one kernel for all)")
     fd.add_argument("--timeout", type=float, default=300.0,
                     help="the whole run's time limit in seconds (default: 300)")
     fd.add_argument("--out", help="the run folder to write (default: nothing written)")
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
                       delta=args.delta, seq_len=args.seq_len, horizon=args.horizon,
                       threshold=args.threshold, colluders=args.colluders,
                       scaler="data" if args.scaler == "public" else "private",
-                      deadline_s=args.timeout)
+                      deadline_s=args.timeout, personal=args.personal)
     if args.json:
         emit_json(result)
         return 0

@@ -32,13 +32,15 @@ from qpriv.forecasting.linear_scaler import record_scaler
 from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split_rows
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
-__all__ = ["REFUSED", "SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
+__all__ = ["REFUSED", "SLOT", "SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
            "load_site", "noise_share", "quantise", "site_errors",
            "site_update", "training_rows"]
 
 
 REFUSED = "refused"
 """The fit metric that carries a site's refusal (one line) to the server."""
+SLOT = "slot"
+"""The node config key and the fit and evaluate metric of a site's slot (personal rounds)."""
 
 
 class SiteSeries(Protocol):
@@ -247,7 +249,7 @@ class SiteClient(NumPyClient):
             vector = site_update(self._data(config), plan, rng=rng, slot=self.slot)
         except InvalidInputError as exc:  # a refusal: zeros in the sum, the reason in words
             return [np.zeros(sum(release_dims(plan)[1]))], 1, {REFUSED: str(exc)}
-        return [vector.astype(np.float64)], 1, {}
+        return [vector.astype(np.float64)], 1, {} if self.slot is None else {SLOT: self.slot}
 
     def evaluate(self, parameters: list[np.ndarray],
                  config: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
@@ -261,11 +263,12 @@ class SiteClient(NumPyClient):
             "train_windows": data.windows("train"), "val_windows": data.windows("val"),
             "rows": len(data.dates), "first": data.dates[0].isoformat(),
             "last": data.dates[-1].isoformat(), "date_column": str(data.dates.name or "date"),
-            "freq": series_frequency(data.dates) or "uneven"}
+            "freq": series_frequency(data.dates) or "uneven",
+            **({} if self.slot is None else {SLOT: self.slot})}
 
 
 def _client(context: Context) -> Any:
-    seed, slot = context.node_config.get("seed"), context.node_config.get("slot")
+    seed, slot = context.node_config.get("seed"), context.node_config.get(SLOT)
     return SiteClient(str(context.node_config["csv"]),
                       None if seed in (None, "") else int(seed),
                       None if slot in (None, "") else int(slot)).to_client()

@@ -67,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
     print_wrapped(f"federated dp-linear over {len(result['federated']['sites'])} sites "
                   f"({claim['survivors']} survived, threshold {claim['threshold']}): test MSE "
                   f"{result['mse']:.4f} (z-scored, pooled over the sites)")
+    if "personal" in result["federated"]:
+        print("  each site scored its own kernel (--personal)")
     for site in result["federated"]["sites"]:
         print(f"  {site['site']}: test MSE {site['mse']:.4f}, MAE {site['mae']:.4f}")
     print_wrapped(f"  privacy: ({claim['value']:.4g}, {claim['delta']:g})-DP at the "

@@ -180,3 +180,26 @@ def test_the_update_is_the_same_from_either_loader_and_is_quantise_plus_share(si
     d, k = plan.maps()[0].shape[0], plan.maps()[2].shape[1]
     share = noise_share(plan, dims=(d * (d + 1) // 2, d * k), rng=np.random.default_rng(7))
     assert np.array_equal(mine, noiseless + share) and np.abs(share).max() > 0
+
+
+def test_unquantised_noiseless_round_is_central_ridge_on_the_union_to_1e_9(sites):
+    """The test-only switch (``quantised=False``, never reachable from the command line): the
+    sites' float statistics, summed in the clear, give exactly the ridge on the union of their
+    training windows (each z-scored by its own training split, float64), at the ridge the
+    noise would set: no quantisation error left to allow for."""
+    datas = load(sites)
+    plan = noiseless_plan(datas, quantised=False)
+    total = np.sum([site_update(d, plan, rng=np.random.default_rng(0)) for d in datas], axis=0)
+    model, claim = decode_and_solve(total, plan, survivors=3)
+    features, public, outputs = plan.maps()
+    a = b = 0
+    for data in load_central(sites):
+        sa, sb = sufficient_statistics(data.scaler.transform(data.train_raw), features=features,
+                                       public=public, outputs=outputs)
+        a, b = a + sa, b + sb
+    twin = kernel_from_weights(features=features, public=public, targets=outputs,
+                               weights=ridge_solve(a, b, ridge=claim.details["ridge"]))
+    assert np.abs(model.kernel - twin).max() < 1e-9
+    assert claim.details["ridge"] > 0  # the noise's ridge, kept: the twin is that ridge
+    with pytest.raises(InvalidInputError, match="noiseless tests only"):
+        noiseless_plan(datas, quantised=False, noise=True)

@@ -59,7 +59,12 @@ import scipy.stats
 
 from qpriv.audits.lower_bound import clopper_pearson, epsilon_from_rates, planned_threshold
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
-from qpriv.forecasting.linear import _noisy_solve, _sensitivities, default_spec, fit_dp_linear
+from qpriv.forecasting.linear import (
+    _noisy_solve,
+    default_spec,
+    fit_dp_linear,
+    statistic_sensitivities,
+)
 from qpriv.forecasting.linear_design import (
     DEFAULTS,
     kernel_from_weights,
@@ -133,17 +138,18 @@ def mechanism(data: ForecastData, raw: np.ndarray, *, unit: Unit, eps: float, de
     ``data``: ``scaler`` clips at the record unit (None at the window unit); ``extra`` adds the
     statistics of one more window (the window unit's canary, an (L + H, C) block).
 
-    It takes the fit's own steps, private to :mod:`qpriv.forecasting.linear`
-    (``_sensitivities``; ``_noisy_solve``: noise, PSD repair, ridge and solve), imported rather
-    than copied, so that the game plays what ``fit_dp_linear`` does (a test checks the kernels
-    bit for bit)."""
+    It takes the fit's own steps from :mod:`qpriv.forecasting.linear`
+    (:func:`~qpriv.forecasting.linear.statistic_sensitivities`; the private ``_noisy_solve``:
+    noise, PSD repair, ridge and solve), imported rather than copied, so that the game plays
+    what ``fit_dp_linear`` does (a test checks the kernels bit for bit)."""
     defaults = DEFAULTS[unit.value]
     spec = default_spec(data)
     maps = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)
     clip = defaults.get("clip")
-    d_a, d_b, clipping = _sensitivities(unit, maps, n_channels=raw.shape[1], clip=clip,
-                                        feature_clip=defaults["feature_clip"],
-                                        target_clip=defaults["target_clip"])
+    d_a, d_b, clipping = statistic_sensitivities(unit, maps, n_channels=raw.shape[1],
+                                                 clip=clip,
+                                                 feature_clip=defaults["feature_clip"],
+                                                 target_clip=defaults["target_clip"])
     if bug == "clear-scaler" and unit == Unit.RECORD:  # each dataset's own scaler, in the clear
         scaler = ZScoreScaler.fit(raw)
     series = raw if scaler is None else scaler.transform(raw)

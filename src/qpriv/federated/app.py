@@ -15,6 +15,9 @@ SecAgg+ carries integers exactly when its quantiser is the identity: ``quantizat
 ``max_weight`` (so its factor is 1). Its aggregate is then the survivors' mean, which the
 strategy multiplies back by their number.
 
+A site that refuses (its file, columns, frequency or size do not fit the plan) sends zeros and
+its reason as a fit metric; the server writes that reason as the run's one error line.
+
 A site reads its CSV from its SuperNode's node config (``--node-config 'csv="A.csv"'``); the
 ServerApp writes its outcome (a released-model folder, or one error line) to the run config's
 ``staging`` folder, which ``qpriv federate`` moves into place.
@@ -38,8 +41,10 @@ from flwr.server.strategy import FedAvg
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 
 from qpriv.errors import InvalidInputError
+from qpriv.federated.personal import decode_personal
 from qpriv.federated.protocol import FederatedPlan, decode_and_solve
 from qpriv.federated.results import ERROR_FILE, write_release
+from qpriv.federated.site import REFUSED, SLOT
 
 __all__ = ["SumStrategy", "server_app"]
 
@@ -61,16 +66,22 @@ class SumStrategy(FedAvg):
     def aggregate_fit(self, server_round: int, results: list, failures: list) -> tuple:
         self.survivors = [proxy for proxy, _ in results]
         mean = parameters_to_ndarrays(results[0][1].parameters)[0] if results else None
+        refusals = [str(res.metrics[REFUSED]) for _, res in results if REFUSED in res.metrics]
         try:
+            if refusals:  # a site refused before computing: its reason is the run's error
+                raise InvalidInputError(refusals[0])
             if mean is None:
                 raise InvalidInputError("no site's update arrived")
             total = np.rint(np.asarray(mean, dtype=np.float64) * len(results))
-            model, claim = decode_and_solve(total, self.plan, survivors=len(results))
+            if self.plan.personal:
+                self.outcome = _personal_outcome(total, self.plan, results)
+            else:
+                model, claim = decode_and_solve(total, self.plan, survivors=len(results))
+                self.outcome = {"model": model, "claim": claim}
         except InvalidInputError as exc:
             self.outcome = {"error": str(exc)}
             return None, {}
-        self.outcome = {"model": model, "claim": claim}
-        return ndarrays_to_parameters([model.kernel]), {}
+        return ndarrays_to_parameters([self.outcome["model"].kernel]), {}
 
     def configure_evaluate(self, server_round: int, parameters: Any,
                            client_manager: Any) -> list:
@@ -79,11 +90,29 @@ class SumStrategy(FedAvg):
         if "model" not in self.outcome:
             return []
         ins = EvaluateIns(parameters, self.plan.to_config())
-        return [(proxy, ins) for proxy in self.survivors]
+        own = self.outcome.get("proxy_kernels", {})  # a personal round: each site its own
+        return [(proxy, EvaluateIns(ndarrays_to_parameters([own[proxy]]), ins.config)
+                 if proxy in own else ins) for proxy in self.survivors]
 
     def aggregate_evaluate(self, server_round: int, results: list, failures: list) -> tuple:
         self.outcome["sites"] = [dict(res.metrics) for _, res in results]
         return None, {}
+
+
+def _personal_outcome(total: np.ndarray, plan: FederatedPlan, results: list) -> dict[str, Any]:
+    """A personal round's release (:func:`~qpriv.federated.personal.decode_personal`): the
+    pooled model and claim, each site's kernel by slot and by the proxy that evaluates it.
+    Each site names its slot (public: the operator gave it) in its fit metrics."""
+    slots = [res.metrics.get(SLOT) for _, res in results]
+    if any(slot is None for slot in slots):
+        raise InvalidInputError("a personal round needs every site's slot: start each "
+                                "SuperNode with --node-config 'slot=N' (0 to sites - 1)")
+    release = decode_personal(total, plan, survivors=len(results),
+                              slots=[int(slot) for slot in slots])
+    return {"model": release.pooled, "claim": release.claim,
+            "site_kernels": {s: m.kernel for s, m in release.sites.items()},
+            "proxy_kernels": {proxy: release.sites[int(slot)].kernel
+                              for (proxy, _), slot in zip(results, slots, strict=True)}}
 
 
 server_app = ServerApp()
@@ -112,4 +141,4 @@ def _main(grid: Any, context: Context) -> None:
         (staging / ERROR_FILE).write_text(message + "\n")
         return
     write_release(staging, model=outcome["model"], claim=outcome["claim"], plan=plan,
-                  sites=outcome.get("sites", []))
+                  sites=outcome.get("sites", []), site_kernels=outcome.get("site_kernels"))

@@ -17,7 +17,7 @@ import numpy as np
 from qpriv.errors import InvalidInputError
 from qpriv.forecasting.linear_design import base_spec, linear_maps
 
-__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "statistic_dims"]
+__all__ = ["CLAMP_SHARE", "MODULUS", "FederatedPlan", "release_dims", "statistic_dims"]
 
 MODULUS = 2 ** 32
 """Flower SecAgg+'s modulus (its ``modulus_range``; the largest it takes)."""
@@ -28,7 +28,12 @@ CLAMP_SHARE = 0.01
 @dataclass(frozen=True)
 class FederatedPlan:
     """Everything the server fixes before the round, sent to every site in the clear (public:
-    none of it reads data). Its JSON form is flat, for Flower's config records."""
+    none of it reads data). Its JSON form is flat, for Flower's config records.
+
+    ``personal`` (:mod:`qpriv.federated.personal`): each site sends its statistics in a slot
+    of its own, and the server releases a pooled kernel and one kernel per site. ``quantised`` False
+    (tests only, never reachable from the command line, and only without noise) sends the
+    float statistics unscaled and unrounded, summed in the clear."""
 
     seq_len: int
     horizon: int
@@ -56,6 +61,8 @@ class FederatedPlan:
     l2_a: float
     l2_b: float
     noise: bool
+    personal: bool = False
+    quantised: bool = True
 
     def to_config(self) -> dict[str, Any]:
         """Flat JSON-able form (ints, floats, strings, bools)."""
@@ -73,6 +80,12 @@ class FederatedPlan:
     @property
     def eps_scaler(self) -> float:
         return self.scaler_share * self.eps if self.uses_private_scaler else 0.0
+
+    @property
+    def decode_scale(self) -> float:
+        """What the server divides the decoded sum by: the quantisation scale (1 for the
+        tests' unquantised statistics)."""
+        return self.scale if self.quantised else 1.0
 
     @property
     def uses_private_scaler(self) -> bool:
@@ -93,3 +106,15 @@ def statistic_dims(maps: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[int
     """Entries a site sends of A (its upper triangle) and of B, for the design's maps."""
     d, k = maps[0].shape[0], maps[2].shape[1]
     return d * (d + 1) // 2, d * k
+
+
+def release_dims(plan: FederatedPlan) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((entries of A, of B) one unit can change, (entries of A, of B) a site sends).
+
+    A fixed round sends A's upper triangle and B once. A personal round sends A's upper
+    triangle in every site's slot, then B in every site's slot: a unit of site s changes only
+    slot s."""
+    dim_a, dim_b = statistic_dims(plan.maps())
+    if not plan.personal:
+        return (dim_a, dim_b), (dim_a, dim_b)
+    return (dim_a, dim_b), (plan.sites * dim_a, plan.sites * dim_b)

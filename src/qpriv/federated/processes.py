@@ -181,11 +181,13 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
              deadline_s: float = DEADLINE_S, stage_timeout_s: float = STAGE_TIMEOUT_S,
              noise: bool = True, seeds: Sequence[int] | None = None,
              on_started: object = None, clip: float | None = None,
-             feature_clip: float | None = None, target_clip: float | None = None) -> dict:
+             feature_clip: float | None = None, target_clip: float | None = None,
+             personal: bool = False) -> dict:
     """Fit federated dp-linear over ``sites`` (one CSV each) through real Flower processes on
     this machine and write its run folder to ``out_dir`` (None: nothing written); return the
     result. ``threshold`` (default: every site) is how many sites must survive; ``noise`` and
     ``seeds`` (one per site) are for tests only; the clips default to dp-linear's.
+    ``personal``: one kernel per site (:mod:`qpriv.federated.personal`), site i in slot i.
     ``on_started`` (tests) is called with the :class:`Federation` once the round is submitted.
 
     Raises:
@@ -202,7 +204,7 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
         threshold=len(sites) if threshold is None else threshold, colluders=colluders,
         channels=datas[0].channels, freq=series_frequency(datas[0].dates) or "uneven",
         max_rows=1 << (biggest - 1).bit_length(), scaler=scaler, noise=noise, clip=clip,
-        feature_clip=feature_clip, target_clip=target_clip)
+        feature_clip=feature_clip, target_clip=target_clip, personal=personal)
     with tempfile.TemporaryDirectory(prefix="qpriv-federate-") as tmp:
         fed = Federation(home=Path(tmp), processes=[])
         # a SIGTERM ends the run as Ctrl-C does, through the finally that stops the processes
@@ -247,7 +249,7 @@ def _run(fed: Federation, plan: FederatedPlan, sites: Sequence[str | Path], *,
                       "installation", "--host", "127.0.0.1", "--port", str(port)],
                      log="superlink.log")
     for index, site in enumerate(sites):
-        config = f"csv={json.dumps(str(Path(site).resolve()))}"
+        config = f"csv={json.dumps(str(Path(site).resolve()))} slot={index}"
         if seeds is not None:
             config += f" seed={int(seeds[index])}"
         fed.start([_bin("flower-supernode"), "--insecure", "--superlink",

@@ -28,7 +28,7 @@ from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import atomic_write_bytes, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 
-__all__ = ["ERROR_FILE", "SITES_NOTE", "write_release"]
+__all__ = ["ERROR_FILE", "PERSONAL_KERNELS_NOTE", "SITES_NOTE", "write_release"]
 
 ERROR_FILE = "error.txt"
 """What the ServerApp writes to its staging folder instead of a model: one line."""
@@ -37,13 +37,21 @@ SITES_NOTE = ("each site evaluated the released kernel on its own test and valid
               "errors and its file's span (first and last timestamp, rows): measurements "
               "outside the guarantee")
 """Named in a federated run's claim: what the evaluation round releases."""
+PERSONAL_KERNELS_NOTE = (
+    "linear.npz holds the pooled kernel ('kernel', what load_run and qpriv forecast use) and "
+    "each site's own ('site_kernels', in the order of 'site_slots'); each site evaluated its "
+    "own kernel")
+"""A personal run's result: where its kernels are."""
 
 
 def write_release(folder: str | Path, *, model: LinearForecaster, claim: PrivacyClaim,
-                  plan: FederatedPlan, sites: list[dict[str, Any]]) -> dict:
+                  plan: FederatedPlan, sites: list[dict[str, Any]],
+                  site_kernels: dict[int, np.ndarray] | None = None) -> dict:
     """Write ``linear.npz`` and ``result.json`` of a federated dp-linear fit into ``folder``
     (atomically each) and return the result. ``sites`` holds each site's evaluation report
-    (:class:`qpriv.federated.app.SiteClient.evaluate`)."""
+    (:class:`qpriv.federated.app.SiteClient.evaluate`). A personal round's ``site_kernels``
+    (by slot) go into ``linear.npz`` beside the pooled ``kernel`` (``site_kernels``, in the
+    order of ``site_slots``), which is what :func:`qpriv.load_run` reads."""
     folder = Path(folder)
     claim_entry = {**claim.to_json(), "notes": [*claim.notes, EVALUATION_NOTE, SITES_NOTE]}
     counts = [s["test_windows"] for s in sites]
@@ -79,8 +87,14 @@ def write_release(folder: str | Path, *, model: LinearForecaster, claim: Privacy
         "privacy_notes": claim_entry["notes"],
         "environment": {"python": platform.python_version(), "numpy": np.__version__},
     }
+    if site_kernels:
+        result["federated"]["personal"] = {
+            **claim.details.get("personal", {}), "kernels": PERSONAL_KERNELS_NOTE}
+    slots = sorted(site_kernels or {})
+    own = {"site_kernels": np.stack([site_kernels[s] for s in slots]),
+           "site_slots": np.array(slots)} if site_kernels else {}
     buffer = io.BytesIO()
-    np.savez(buffer, kernel=model.kernel)
+    np.savez(buffer, kernel=model.kernel, **own)
     atomic_write_bytes(folder / LINEAR_MODEL_FILE, buffer.getvalue())
     atomic_write_json(folder / RESULT_FILE, result)
     return result

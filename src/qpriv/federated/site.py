@@ -25,15 +25,22 @@ from flwr.client.mod import secaggplus_mod
 from flwr.common import Context
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.plan import FederatedPlan, statistic_dims
+from qpriv.federated.plan import FederatedPlan, release_dims
 from qpriv.forecasting.csv_input import series_frequency
 from qpriv.forecasting.linear_design import sufficient_statistics
 from qpriv.forecasting.linear_scaler import record_scaler
 from qpriv.forecasting.series import SplitRows, ZScoreScaler, read_series, split_rows
 from qpriv.privacy.samplers import cryptographic_generator, skellam_noise
 
-__all__ = ["SiteClient", "SiteData", "SiteSeries", "check_site", "client_app", "load_site",
-           "noise_share", "quantise", "site_errors", "site_update", "training_rows"]
+__all__ = ["REFUSED", "SLOT", "SiteClient", "SiteData", "SiteSeries", "check_site", "client_app",
+           "load_site", "noise_share", "quantise", "site_errors",
+           "site_update", "training_rows"]
+
+
+REFUSED = "refused"
+"""The fit metric that carries a site's refusal (one line) to the server."""
+SLOT = "slot"
+"""The node config key and the fit and evaluate metric of a site's slot (personal rounds)."""
 
 
 class SiteSeries(Protocol):
@@ -123,17 +130,23 @@ def site_errors(kernel: np.ndarray, data: SiteData, split: str) -> dict[str, flo
     return {"mse": float(np.mean(err ** 2)), "mae": float(np.mean(np.abs(err)))}
 
 
-def site_update(data: SiteSeries, plan: FederatedPlan, *,
-                rng: np.random.Generator) -> np.ndarray:
+def site_update(data: SiteSeries, plan: FederatedPlan, *, rng: np.random.Generator,
+                slot: int | None = None) -> np.ndarray:
     """One site's integer vector: its clipped (A, B) on its training split, scaled by
     ``plan.scale`` and rounded, plus its Skellam share (module docstring). ``data`` is the
-    site's own :func:`load_site` (or the same file's ``load_forecasting_data``).
+    site's own :func:`load_site` (or the same file's ``load_forecasting_data``). A personal
+    plan (:mod:`qpriv.federated.personal`) puts the statistics in the site's ``slot`` (0 to
+    sites - 1) and zeros in the other sites' slots.
 
     Raises:
-        InvalidInputError: the site's channels or frequency differ from the plan's, or it has
-            more rows than the plan's bound; refused before anything is computed or sent.
+        InvalidInputError: the site's channels or frequency differ from the plan's, it has
+            more rows than the plan's bound, or a personal plan's slot is missing or out of
+            range; refused before anything is computed or sent.
     """
     check_site(data, plan)
+    if plan.personal and (slot is None or not 0 <= slot < plan.sites):
+        raise InvalidInputError(f"site {data.dataset!r} has slot {slot}, not one of 0 to "
+                                f"{plan.sites - 1}: give each site its own slot")
     maps = plan.maps()
     if plan.unit == "window":
         series, clip = data.train_raw, None
@@ -146,17 +159,34 @@ def site_update(data: SiteSeries, plan: FederatedPlan, *,
     a, b = sufficient_statistics(series, features=maps[0], public=maps[1], outputs=maps[2],
                                  clip=clip, feature_clip=plan.feature_clip, target_clip=c_y,
                                  rescale=plan.unit == "window")
-    vector = quantise(a, b, plan)
-    return vector + noise_share(plan, dims=statistic_dims(maps), rng=rng) if plan.noise \
+    vector = _slotted(a, b, plan, slot=int(slot)) if plan.personal else quantise(a, b, plan)
+    return vector + noise_share(plan, dims=release_dims(plan)[1], rng=rng) if plan.noise \
         else vector
 
 
 def quantise(a: np.ndarray, b: np.ndarray, plan: FederatedPlan) -> np.ndarray:
     """The integers a site sends before its noise: ``round(gamma s)`` of A's upper triangle,
     then of B (:mod:`qpriv.federated.protocol`'s docstring)."""
-    upper = a[np.triu_indices(a.shape[0])]
-    return np.concatenate([np.rint(plan.scale * upper).astype(np.int64),
-                           np.rint(plan.scale * b.ravel()).astype(np.int64)])
+    return _encode(np.concatenate([a[np.triu_indices(a.shape[0])], b.ravel()]), plan)
+
+
+def _slotted(a: np.ndarray, b: np.ndarray, plan: FederatedPlan, *, slot: int) -> np.ndarray:
+    """A personal round's vector (:func:`qpriv.federated.plan.release_dims`): A's upper
+    triangle in this site's slot of the A entries, B in its slot of the B entries, zeros in
+    every other site's slots; rounded as :func:`quantise`."""
+    upper, flat = a[np.triu_indices(a.shape[0])], b.ravel()
+    a_all, b_all = np.zeros(plan.sites * upper.size), np.zeros(plan.sites * flat.size)
+    a_all[slot * upper.size:(slot + 1) * upper.size] = upper
+    b_all[slot * flat.size:(slot + 1) * flat.size] = flat
+    return _encode(np.concatenate([a_all, b_all]), plan)
+
+
+def _encode(values: np.ndarray, plan: FederatedPlan) -> np.ndarray:
+    """``round(gamma v)`` as integers; a plan with ``quantised`` False (tests only, without
+    noise) keeps the float statistics as they are."""
+    if not plan.quantised:
+        return np.asarray(values, dtype=np.float64)
+    return np.rint(plan.scale * values).astype(np.int64)
 
 
 def noise_share(plan: FederatedPlan, *, dims: tuple[int, int],
@@ -197,10 +227,14 @@ def _frequency(data: SiteSeries) -> str:
 
 
 class SiteClient(NumPyClient):
-    """One site: its CSV stays here; it sends only its masked noisy statistics."""
+    """One site: its CSV stays here; it sends only its masked noisy statistics. A site that
+    cannot take part (its file unreadable, its columns, frequency or size not the plan's)
+    sends zeros, which leave the sum as it is, and the one-line reason in its fit metrics
+    (``REFUSED``): SecAgg+ masks the vector, not the metrics, and the server turns the reason
+    into the run's error."""
 
-    def __init__(self, csv: str, seed: int | None) -> None:
-        self.csv, self.seed = csv, seed
+    def __init__(self, csv: str, seed: int | None, slot: int | None = None) -> None:
+        self.csv, self.seed, self.slot = csv, seed, slot
 
     def _data(self, config: dict[str, Any]) -> SiteData:
         return load_site(self.csv, seq_len=int(config["seq_len"]),
@@ -211,8 +245,11 @@ class SiteClient(NumPyClient):
         plan = FederatedPlan.from_config(config)
         rng = (cryptographic_generator() if self.seed is None  # a release: unpredictable
                else np.random.default_rng(self.seed))            # the tests' replayable shares
-        vector = site_update(self._data(config), plan, rng=rng)
-        return [vector.astype(np.float64)], 1, {}
+        try:
+            vector = site_update(self._data(config), plan, rng=rng, slot=self.slot)
+        except InvalidInputError as exc:  # a refusal: zeros in the sum, the reason in words
+            return [np.zeros(sum(release_dims(plan)[1]))], 1, {REFUSED: str(exc)}
+        return [vector.astype(np.float64)], 1, {} if self.slot is None else {SLOT: self.slot}
 
     def evaluate(self, parameters: list[np.ndarray],
                  config: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
@@ -226,13 +263,15 @@ class SiteClient(NumPyClient):
             "train_windows": data.windows("train"), "val_windows": data.windows("val"),
             "rows": len(data.dates), "first": data.dates[0].isoformat(),
             "last": data.dates[-1].isoformat(), "date_column": str(data.dates.name or "date"),
-            "freq": series_frequency(data.dates) or "uneven"}
+            "freq": series_frequency(data.dates) or "uneven",
+            **({} if self.slot is None else {SLOT: self.slot})}
 
 
 def _client(context: Context) -> Any:
-    seed = context.node_config.get("seed")
+    seed, slot = context.node_config.get("seed"), context.node_config.get(SLOT)
     return SiteClient(str(context.node_config["csv"]),
-                      None if seed in (None, "") else int(seed)).to_client()
+                      None if seed in (None, "") else int(seed),
+                      None if slot in (None, "") else int(slot)).to_client()
 
 
 client_app = ClientApp(client_fn=_client, mods=[secaggplus_mod])

@@ -114,6 +114,7 @@ __all__ = [
     "protected_units",
     "public_forecaster",
     "record_maps",
+    "statistic_sensitivities",
     "sufficient_statistics",
 ]
 
@@ -315,8 +316,8 @@ def fit_dp_linear(
     ``select_share`` of the Gaussian budget; ``"fixed"``: ``spec`` (default
     :func:`default_spec`) and ``ridge_scale``, declared as chosen outside the guarantee. (4) A
     and B over all training windows and channels, Gaussian noise calibrated with the
-    sensitivities of :func:`_sensitivities`, ``share_a`` of it on A. (5) PSD repair, and the
-    ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP-style; shrinks toward the public forecast).
+    sensitivities of :func:`statistic_sensitivities`, ``share_a`` of it on A. (5) PSD repair,
+    and the ridge ``ridge_scale * sigma_A * sqrt(d)`` (AdaSSP; shrinks toward the public one).
     Accounting: the Gaussian releases (selection and fit) compose exactly as one Gaussian
     mechanism (:func:`qpriv.privacy.ssp.split_noise_multiplier`), calibrated by the analytic
     Gaussian mechanism to ``eps - eps_scaler``; the scaler composes by basic composition.
@@ -370,7 +371,7 @@ def fit_dp_linear(
         ridge_scale = defaults["ridge_scale"] if ridge_scale is None else ridge_scale
     ridge_scale = require_in_range("ridge_scale", ridge_scale, low=0.0, low_inclusive=True)
     features, public, outputs = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)
-    d_a, d_b, clipping = _sensitivities(the_unit, (features, public, outputs),
+    d_a, d_b, clipping = statistic_sensitivities(the_unit, (features, public, outputs),
                                         n_channels=data.n_channels, clip=r, feature_clip=c_x,
                                         target_clip=c_y)
     a, b = sufficient_statistics(series, features=features, public=public, outputs=outputs,
@@ -462,9 +463,9 @@ def _shares_and_clips(defaults: dict[str, Any], *, share_a: float | None,
             require_in_range("target_clip", given("target_clip", target_clip), low=0.0))
 
 
-def _sensitivities(unit: Unit, maps: tuple[np.ndarray, np.ndarray, np.ndarray], *,
-                   n_channels: int, clip: float | None, feature_clip: float,
-                   target_clip: float) -> tuple[float, float, dict[str, Any]]:
+def statistic_sensitivities(unit: Unit, maps: tuple[np.ndarray, np.ndarray, np.ndarray], *,
+                            n_channels: int, clip: float | None, feature_clip: float,
+                            target_clip: float) -> tuple[float, float, dict[str, Any]]:
     """(Delta_A, Delta_B) of the statistics at ``unit`` on the design's ``(features, public,
     outputs)`` maps, and the clipping that bounds them (``target_clip`` is per output block:
     the rows' radius is ``target_clip * sqrt(k)``): :func:`qpriv.privacy.ssp.window_sensitivities`

@@ -133,7 +133,12 @@ def federated_section(federated: Mapping[str, Any]) -> Section:
     """The sites of a federated run (``qpriv federate``): what each reported, who saw what."""
     sites = [site for site in federated.get("sites") or () if isinstance(site, Mapping)]
     plan = federated.get("plan") or {}
+    personal = federated.get("personal")
+    own = [Text(f"A personal round: each site's errors are of its own kernel, pulled toward "
+                f"the pooled kernel with shrink {personal.get('shrink')}; "
+                f"{personal.get('kernels')}.")] if isinstance(personal, Mapping) else []
     return Section("Sites (federated)", blocks=[
+        *own,
         Text(f"{len(sites)} site(s) reported, of {plan.get('sites')} in the round (SecAgg+ "
              f"threshold {plan.get('threshold')}, colluding sites tolerated: "
              f"{plan.get('colluders')}). The server saw {federated.get('server_saw')}; no "

@@ -28,7 +28,6 @@ from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.privacy.composition import basic_composition
 from qpriv.privacy.site_dpfedavg import site_epsilon
-from qpriv.report.render import render_report
 
 from .conftest import HORIZON, SEQ_LEN, write_site
 
@@ -84,7 +83,7 @@ def test_dp_fedavg_claim_is_global_dp_at_the_site_unit():
     assert claim.value == pytest.approx(1.0, rel=1e-6) and claim.value <= 1.0
     assert claim.value == site_epsilon(noise_multiplier=plan.noise_multiplier, rounds=5,
                                        delta=1e-6)
-    assert claim.details["noise_std"] == pytest.approx(plan.noise_multiplier * 0.1 / 8)
+    assert claim.details["noise_std"] == pytest.approx(plan.noise_multiplier * 0.01 / 8)
     assert "trusted" in " ".join(claim.notes)
 
 
@@ -143,7 +142,9 @@ def test_ldpt_fedavg_through_the_processes_is_the_window_weighted_mean(tmp_path)
                for k, v in expected.items()) < 1e-6
     assert result["windows"]["train"] == parts[0][1] + parts[1][1]
     assert result["eps_per_pass"]["value"] == 0.5 and len(result["federated"]["sites"]) == 2
-    page = render_report(out, data_dir=sites[0])
+    assert run.forecast(sites[0]).shape[0] == HORIZON
+    assert main(["report", str(out)]) == 0  # a released model: no data to score it on
+    page = (out / "report.html").read_text()
     assert "Sites (federated)" in page and "ldpt-fedavg: 2 sites" in page
 
 
@@ -153,7 +154,7 @@ def test_dp_fedavg_through_the_processes_clips_and_averages(tmp_path):
     the initial ones plus the uniform mean of each site's update clipped to C, as Flower's
     wrapper clips; with the noise on the claim is the calibrated site-level eps."""
     sites = [write_site(tmp_path / f"s{i}.csv", seed=i) for i in range(3)]
-    clip = 1e-3  # below every site's update norm: each is scaled down to C
+    clip = 1e-5  # below every site's update norm: each is scaled down to C
     kwargs = {"method": DP_FEDAVG, "rounds": 1, "eps": 1.0, "seq_len": 168,
               "horizon": HORIZON, "max_train_windows": 64, "max_eval_windows": 32,
               "clip": clip, "seed": 7, "site_seeds": [3, 4, 5], "deadline_s": 500}

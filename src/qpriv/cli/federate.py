@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          "of that experiment budget, and for ldpt-fedavg its L and model size "
                          "(default: full, every window)")
     fd.add_argument("--clip", type=float,
-                    help="dp-fedavg: the clipping norm C of a site's update (default: 0.1)")
+                    help="dp-fedavg: the clipping norm C of a site's update (default: 0.01)")
     fd.add_argument("--threshold", type=positive_int,
                     help="sites that must survive the round (default: all); the noise is sized "
                          "for this many")

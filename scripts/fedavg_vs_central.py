@@ -20,13 +20,21 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from flwr.supercore.differential_privacy import compute_clip_model_update, compute_stdv
 
 from qpriv.experiments.grid import BUDGETS
 from qpriv.federated.fedavg import DP_FEDAVG, LDPT_FEDAVG, plan_fedavg
 from qpriv.federated.fedavg_run import federate_fedavg
 from qpriv.federated.processes import federate
-from qpriv.federated.train_site import load_site_data
+from qpriv.federated.train_site import (
+    evaluate_site,
+    initial_model,
+    load_site_data,
+    local_train,
+    model_parameters,
+)
 from qpriv.forecasting.datasets import locate_dataset
 from qpriv.forecasting.linear import evaluate, public_forecaster
 from qpriv.forecasting.run import run_forecast
@@ -106,6 +114,42 @@ def dp_rows(paths: list[Path], args: argparse.Namespace) -> dict:
             "seconds": {"dp_fedavg": dp_s, "federated_dp_linear": linear_s}}
 
 
+def dp_seeds(paths: list[Path], args: argparse.Namespace) -> dict:
+    """dp-fedavg over ``--seeds`` noise seeds in one process, through the functions the
+    processes run (each site's local training, Flower's clipping, the wrapper's noise std),
+    against the same rounds without noise: mean and sd of the pooled test MSE."""
+    plan = plan_fedavg(method=DP_FEDAVG, seq_len=336, horizon=24, period=24,
+                       channels=tuple(pd.read_csv(paths[0], nrows=1).columns[1:]), freq="h",
+                       sites=len(paths), rounds=args.rounds, local_epochs=args.local_epochs,
+                       eps=args.eps)
+    datas = [load_site_data(str(path), plan) for path in paths]
+    std = compute_stdv(plan.noise_multiplier, plan.clip, plan.sites)
+    found: dict[str, list[float]] = {"noise on": [], "noise off": []}
+    for seed in range(args.seeds):
+        for name, scale in (("noise on", std), ("noise off", 0.0)):
+            if name == "noise off" and seed:
+                continue  # the noiseless rounds do not depend on the noise seed
+            rng = np.random.default_rng(seed)
+            weights = model_parameters(initial_model(plan, seed=0))
+            for rnd in range(plan.rounds):
+                current = [weights["weight"].astype(np.float64)]
+                updates = []
+                for i, data in enumerate(datas):
+                    site = [local_train(data, plan, weights, seed=1000 * i + rnd)[0]["weight"]]
+                    compute_clip_model_update(site, current, clipping_norm=plan.clip)
+                    updates.append(site[0])
+                mean = np.mean(updates, axis=0)
+                weights = {"weight": (mean + rng.normal(0.0, scale, mean.shape)
+                                      if scale else mean).astype(np.float32)}
+            found[name].append(pooled([(evaluate_site(d, plan, weights, seed=0)["mse"],
+                                        len(d.test)) for d in datas]))
+    return {f"dp-fedavg (site unit, eps {args.eps:g}), mean of {args.seeds} noise seeds":
+            float(np.mean(found["noise on"])),
+            "its sd over the seeds": float(np.std(found["noise on"], ddof=1)),
+            "the same rounds, noise off": found["noise off"][0],
+            "public floor": floor(paths, plan)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=(LDPT_FEDAVG, DP_FEDAVG), required=True)
@@ -117,13 +161,16 @@ def main() -> None:
                              "eps (default 1)")
     parser.add_argument("--budget", choices=("tiny", "quick", "full"), default="quick")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--seeds", type=int, default=0,
+                        help="dp-fedavg: that many noise seeds in one process through the "
+                             "same functions, instead of one run of the real processes")
     args = parser.parse_args()
     if args.eps is None:
         args.eps = 0.1 if args.method == LDPT_FEDAVG else 1.0
     with tempfile.TemporaryDirectory() as tmp:
         paths = split_sites(Path(tmp), args.sites, args.data_dir)
         rows = ldpt_rows(paths, args, Path(tmp)) if args.method == LDPT_FEDAVG \
-            else dp_rows(paths, args)
+            else dp_seeds(paths, args) if args.seeds else dp_rows(paths, args)
     print(f"ETTh1 cut by time into {args.sites} sites, H = 24, {args.rounds} round(s) of "
           f"{args.local_epochs} local epoch(s); test MSE pooled over the sites' test splits")
     for name, value in rows.items():

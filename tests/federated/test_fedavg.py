@@ -15,6 +15,7 @@ from qpriv.federated.fedavg import (
     ldpt_fedavg_claims,
     plan_fedavg,
 )
+from qpriv.federated.fedavg_results import pooled_scaler, write_fedavg_release
 from qpriv.federated.fedavg_run import federate_fedavg
 from qpriv.federated.train_site import (
     evaluate_site,
@@ -177,3 +178,46 @@ def test_dp_fedavg_through_the_processes_clips_and_averages(tmp_path):
     noisy = federate_fedavg(sites, out_dir=None, **kwargs)
     assert noisy["eps"]["value"] == pytest.approx(1.0, rel=1e-6)
     assert noisy["mse"] != result["mse"]
+
+
+def test_a_dp_fedavg_folder_loads_forecasts_and_reports_its_sites(tmp_path):
+    """The released linear folder of dp-fedavg, written without processes: load_run reads
+    its kernel, forecasts new data, and qpriv report shows the sites and the site claim."""
+    sites = [write_site(tmp_path / f"s{i}.csv", seed=i) for i in range(2)]
+    plan = _plan(DP_FEDAVG, seq_len=168, sites=2, eps=1.0)
+    weights = model_parameters(initial_model(plan, seed=0))
+    reports = []
+    for path in sites:
+        data = load_site_data(str(path), plan)
+        reports.append({
+            "site": data.dataset, "first": data.dates[0].isoformat(),
+            "last": data.dates[-1].isoformat(), "date_column": "date", "freq": "h",
+            **evaluate_site(data, plan, weights, seed=0), "train_windows": len(data.train),
+            "val_windows": len(data.val), "test_windows": len(data.test),
+            "rows": len(data.dates), "scaler_rows": 420, "scaler_mean": [0.0, 0.0],
+            "scaler_std": [1.0, 1.0]})
+    out = tmp_path / "run"
+    out.mkdir()
+    result = write_fedavg_release(out, plan=plan, weights=weights, sites=reports, seed=None)
+    pooled = sum(r["mse"] * r["test_windows"] for r in reports) / sum(
+        r["test_windows"] for r in reports)
+    assert result["mse"] == pytest.approx(pooled)
+    run = load_run(out)
+    assert run.model.kernel.shape == (HORIZON, 168)
+    assert run.forecast(sites[0]).shape == (HORIZON, 2)
+    assert PrivacyClaim.from_json(result["eps"]).unit.value == "site"
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert "Sites (federated)" in page and "dp-fedavg: 2 sites" in page and "s1" in page
+
+
+def test_the_pooled_scaler_is_the_union_of_the_sites():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(loc, scale, size=(rows, 3))
+             for loc, scale, rows in ((0.0, 1.0, 50), (5.0, 2.0, 150), (-1.0, 0.5, 80))]
+    sites = [{"scaler_rows": len(p), "scaler_mean": p.mean(axis=0).tolist(),
+              "scaler_std": p.std(axis=0).tolist()} for p in parts]
+    union = np.concatenate(parts)
+    scaler = pooled_scaler(sites)
+    assert np.allclose(scaler["mean"], union.mean(axis=0), atol=1e-12)
+    assert np.allclose(scaler["std"], union.std(axis=0), atol=1e-12)

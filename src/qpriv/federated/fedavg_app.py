@@ -64,11 +64,12 @@ class EverySite(FedAvg):
         replies = list(replies)
         answered = sum(not msg.has_error() for msg in replies)
         if answered != self.sites:
-            reasons = "; ".join(msg.error.reason for msg in replies if msg.has_error())
+            reasons = [msg.error.reason.splitlines()[0] for msg in replies
+                       if msg.has_error() and msg.error.reason]
+            why = f" ({'; '.join(reasons)})" if reasons else ""
             raise InvalidInputError(
-                f"round {server_round}: {answered} of {self.sites} sites answered"
-                + (f" ({reasons.splitlines()[0] if reasons else ''})" if reasons else "")
-                + "; FedAvg over every site needs them all: nothing is released")
+                f"round {server_round}: {answered} of {self.sites} sites answered{why}; FedAvg "
+                "over every site needs them all: nothing is released")
         return super().aggregate_train(server_round, replies)
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from qpriv.cli import main
+from qpriv.errors import InvalidInputError
 from qpriv.federated.fedavg import (
     DP_FEDAVG,
     LDPT_FEDAVG,
@@ -31,6 +32,7 @@ from qpriv.privacy.composition import basic_composition
 from qpriv.privacy.site_dpfedavg import site_epsilon
 
 from .conftest import HORIZON, SEQ_LEN, write_site
+from .test_processes import _kill_when_masking
 
 TINY = {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}
 CHANNELS = ("load", "temp")
@@ -89,11 +91,11 @@ def test_dp_fedavg_claim_is_global_dp_at_the_site_unit():
 
 
 def test_plan_refuses_what_the_method_does_not_take():
-    with pytest.raises(Exception, match="clip"):
+    with pytest.raises(InvalidInputError, match="clip"):
         _plan(clip=0.5)
-    with pytest.raises(Exception, match="overrides"):
+    with pytest.raises(InvalidInputError, match="overrides"):
         _plan(DP_FEDAVG, seq_len=168, overrides={"d_model": 8})
-    with pytest.raises(Exception, match="seq_len"):
+    with pytest.raises(InvalidInputError, match="seq_len"):
         _plan(DP_FEDAVG, overrides=None)  # L = 48 is too short for the linear features
 
 
@@ -221,3 +223,18 @@ def test_the_pooled_scaler_is_the_union_of_the_sites():
     scaler = pooled_scaler(sites)
     assert np.allclose(scaler["mean"], union.mean(axis=0), atol=1e-12)
     assert np.allclose(scaler["std"], union.std(axis=0), atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_dp_fedavg_site_killed_mid_round_releases_nothing(tmp_path):
+    """The accountant counts every site in every round: a SuperNode killed during its first
+    local training stops the run with one line, and nothing is written."""
+    sites = [write_site(tmp_path / f"s{i}.csv", seed=i) for i in range(3)]
+    out = tmp_path / "run"
+    with pytest.raises(InvalidInputError, match="nothing is released") as info:
+        federate_fedavg(sites, method=DP_FEDAVG, out_dir=out, rounds=2, eps=1.0, seq_len=168,
+                        horizon=HORIZON, max_train_windows=64, max_eval_windows=32,
+                        deadline_s=400, stage_timeout_s=40,
+                        on_started=lambda fed: _kill_when_masking(fed, [0], starts=1))
+    assert "\n" not in str(info.value) and "2 of 3 sites answered" in str(info.value)
+    assert not out.exists()

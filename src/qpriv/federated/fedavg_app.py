@@ -62,6 +62,16 @@ class EverySite(FedAvg):
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, Any]:
         replies = list(replies)
+        self.require_all(server_round, replies)
+        return super().aggregate_train(server_round, replies)
+
+    def require_all(self, server_round: int, replies: list[Message]) -> None:
+        """Refuse a round unless every site answered without an error.
+
+        Raises:
+            InvalidInputError: a site's reply is missing (it dropped or timed out) or an
+                error (its reason named).
+        """
         answered = sum(not msg.has_error() for msg in replies)
         if answered != self.sites:
             reasons = [msg.error.reason.splitlines()[0] for msg in replies
@@ -70,16 +80,23 @@ class EverySite(FedAvg):
             raise InvalidInputError(
                 f"round {server_round}: {answered} of {self.sites} sites answered{why}; FedAvg "
                 "over every site needs them all: nothing is released")
-        return super().aggregate_train(server_round, replies)
 
 
 class SiteDPClipping(DifferentialPrivacyServerSideFixedClipping):
     """Flower's server-side fixed clipping, its noise drawn by ``sampler`` (the same std,
     ``compute_stdv(z, C, n)``); ``noise`` False (tests) adds none."""
 
-    def __init__(self, strategy: FedAvg, *, plan: FedAvgPlan, sampler: NoiseSampler) -> None:
+    def __init__(self, strategy: EverySite, *, plan: FedAvgPlan, sampler: NoiseSampler) -> None:
         super().__init__(strategy, plan.noise_multiplier, plan.clip, plan.sites)
-        self.sampler, self.noise = sampler, plan.noise
+        self.every_site, self.sampler, self.noise = strategy, sampler, plan.noise
+
+    def aggregate_train(self, server_round: int,
+                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, Any]:
+        """Every site's reply required before the wrapper clips any (its accounting assumes
+        n replies), then Flower's clipping, FedAvg and the noise."""
+        replies = list(replies)
+        self.every_site.require_all(server_round, replies)
+        return super().aggregate_train(server_round, replies)
 
     def _add_noise_to_aggregated_arrays(self, aggregated_arrays: ArrayRecord) -> ArrayRecord:
         if not self.noise:
@@ -100,10 +117,11 @@ def run_rounds(grid: Grid, plan: FedAvgPlan, *, seed: int, secret: bool,
     """
     arrays = ArrayRecord({k: Array(v) for k, v in
                           model_parameters(initial_model(plan, seed=seed)).items()})
-    strategy: FedAvg = EverySite(plan.sites)
+    every_site = EverySite(plan.sites)
+    strategy: FedAvg | SiteDPClipping = every_site
     if plan.method == DP_FEDAVG:
         sampler = noise_sampler(None if secret else derive_seed(seed, "server-noise"))
-        strategy = SiteDPClipping(strategy, plan=plan, sampler=sampler)
+        strategy = SiteDPClipping(every_site, plan=plan, sampler=sampler)
     result = strategy.start(grid=grid, initial_arrays=arrays, num_rounds=plan.rounds,
                             timeout=timeout, train_config=ConfigRecord(plan.to_config()))
     final = result.arrays
@@ -143,4 +161,8 @@ def _main(grid: Grid, context: Context) -> None:
     except InvalidInputError as exc:
         (folder / ERROR_FILE).write_text(str(exc) + "\n")
         return
+    except Exception as exc:  # one line for qpriv federate, not a wait until its deadline
+        (folder / ERROR_FILE).write_text(f"the FedAvg ServerApp failed: {type(exc).__name__}: "
+                                         f"{str(exc).splitlines()[0] if str(exc) else ''}\n")
+        raise
     write_fedavg_release(folder, plan=plan, weights=weights, sites=sites, seed=recorded)

@@ -88,10 +88,10 @@ def test_cli_refuses_another_frequency_and_a_single_site(tmp_path, capsys):
     assert "at least 2" in capsys.readouterr().err
 
 
-def _kill_when_masking(fed, victims: list[int]) -> threading.Thread:
+def _kill_when_masking(fed, victims: list[int], *, starts: int = 3) -> threading.Thread:
     """A thread that kills the SuperNodes ``victims`` (by their index) once each has started
-    its third ClientApp, the masked-vector stage of SecAgg+: after it shared its keys, before
-    its masked vector arrives."""
+    its ``starts``-th ClientApp (3: the masked-vector stage of SecAgg+, after it shared its
+    keys, before its masked vector arrives; 1: a FedAvg site's first local training)."""
     def watch() -> None:
         deadline = time.monotonic() + 300
         pending = set(victims)
@@ -99,7 +99,7 @@ def _kill_when_masking(fed, victims: list[int]) -> threading.Thread:
             for index in list(pending):
                 log = fed.home / f"supernode-{index}.log"
                 if log.exists() and log.read_text(errors="replace").count(
-                        "Start `flwr-clientapp`") >= 3:
+                        "Start `flwr-clientapp`") >= starts:
                     os.killpg(fed.processes[1 + index].pid, signal.SIGKILL)
                     pending.discard(index)
             time.sleep(0.05)

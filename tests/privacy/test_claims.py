@@ -61,7 +61,7 @@ def test_a_malformed_claim_is_refused(changes, needle):
 
 
 def test_the_kinds_and_units_are_each_written_once():
-    assert [u.value for u in Unit] == ["token", "window", "record", "example"]
+    assert [u.value for u in Unit] == ["token", "window", "record", "example", "site"]
     assert len({k.value for k in Kind}) == len(Kind)
 
 

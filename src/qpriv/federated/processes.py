@@ -29,9 +29,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from qpriv.errors import InvalidInputError
-from qpriv.federated.protocol import FederatedPlan, plan_federation
+from qpriv.federated.protocol import plan_federation
 from qpriv.federated.results import ERROR_FILE
 from qpriv.federated.site import SiteData, load_site, training_rows
 from qpriv.forecasting.csv_input import series_frequency
@@ -39,7 +40,8 @@ from qpriv.forecasting.seasonality import resolve_period
 from qpriv.runs.directory import check_out_dir
 from qpriv.runs.layout import RESULT_FILE
 
-__all__ = ["DEADLINE_S", "STAGE_TIMEOUT_S", "Federation", "check_sites", "federate"]
+__all__ = ["DEADLINE_S", "DP_LINEAR_APP", "STAGE_TIMEOUT_S", "Federation", "check_sites",
+           "federate", "free_port", "run_federation"]
 
 DEADLINE_S = 300.0
 """The whole run's time limit (start-up, the round, evaluation), seconds."""
@@ -62,14 +64,17 @@ packages = ["."]
 publisher = "qpriv"
 
 [tool.flwr.app.components]
-serverapp = "qpriv.federated.app:server_app"
-clientapp = "qpriv.federated.site:client_app"
+serverapp = "{components[0]}"
+clientapp = "{components[1]}"
 
 [tool.flwr.app.config]
 staging = {staging}
 plan = {plan}
 stage_timeout = {stage_timeout}
+seed = {seed}
 """
+DP_LINEAR_APP = ("qpriv.federated.app:server_app", "qpriv.federated.site:client_app")
+"""Federated dp-linear's ServerApp and ClientApp."""
 
 
 def _bin(name: str) -> str:
@@ -205,6 +210,22 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
         channels=datas[0].channels, freq=series_frequency(datas[0].dates) or "uneven",
         max_rows=1 << (biggest - 1).bit_length(), scaler=scaler, noise=noise, clip=clip,
         feature_clip=feature_clip, target_clip=target_clip, personal=personal)
+    return run_federation(sites, plan=plan, out=out, seeds=seeds, deadline_s=deadline_s,
+                          stage_timeout_s=stage_timeout_s, on_started=on_started)
+
+
+def run_federation(sites: Sequence[str | Path], *, plan: Any, out: Path | None,
+                   seeds: Sequence[int] | None, deadline_s: float, stage_timeout_s: float,
+                   on_started: object, components: tuple[str, str] = DP_LINEAR_APP,
+                   server_seed: int | None = None) -> dict:
+    """Run the app ``components`` (ServerApp, ClientApp) with ``plan`` (its ``to_config()``
+    in the run config) over ``sites`` in a temporary folder, stop every process, move the
+    run folder to ``out`` (None: nothing written) and return its result.
+
+    Raises:
+        InvalidInputError: the ServerApp's one error line, or the deadline passed; nothing
+            is written then.
+    """
     with tempfile.TemporaryDirectory(prefix="qpriv-federate-") as tmp:
         fed = Federation(home=Path(tmp), processes=[])
         # a SIGTERM ends the run as Ctrl-C does, through the finally that stops the processes
@@ -212,7 +233,8 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
         previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
         try:
             staging = _run(fed, plan, sites, seeds=seeds, deadline_s=deadline_s,
-                           stage_timeout_s=stage_timeout_s, on_started=on_started)
+                           stage_timeout_s=stage_timeout_s, on_started=on_started,
+                           components=components, server_seed=server_seed)
         finally:
             fed.stop()
             if main:
@@ -227,9 +249,9 @@ def federate(sites: Sequence[str | Path], *, out_dir: str | Path | None, unit: s
     return result
 
 
-def _run(fed: Federation, plan: FederatedPlan, sites: Sequence[str | Path], *,
+def _run(fed: Federation, plan: Any, sites: Sequence[str | Path], *,
          seeds: Sequence[int] | None, deadline_s: float, stage_timeout_s: float,
-         on_started: object) -> Path:
+         on_started: object, components: tuple[str, str], server_seed: int | None) -> Path:
     """Start the processes, submit the app, wait for its outcome; the staging folder."""
     home = fed.home
     staging = home / "staging"
@@ -238,7 +260,8 @@ def _run(fed: Federation, plan: FederatedPlan, sites: Sequence[str | Path], *,
     app.mkdir()
     (app / "pyproject.toml").write_text(APP_TOML.format(
         staging=json.dumps(str(staging)), plan=json.dumps(json.dumps(plan.to_config())),
-        stage_timeout=float(stage_timeout_s)))
+        stage_timeout=float(stage_timeout_s), components=components,
+        seed=json.dumps("" if server_seed is None else str(int(server_seed)))))
     (home / "flwr").mkdir()
     port = free_port()  # the SuperLink's one HTTP port: Control, Fleet and ServerAppIo APIs
     (home / "flwr" / "config.toml").write_text(

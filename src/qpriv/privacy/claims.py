@@ -9,7 +9,8 @@ A number called epsilon means nothing without what it protects and how it was de
 * ``accounting``: ``paper`` (exactly the papers' formulas, including those known to be wrong,
   kept for comparison) or ``rigorous`` (what is provably true of what the model releases);
 * ``unit``: who is protected (:class:`Unit`): one token state on one pass, one training window,
-  one record (one value of one channel at one time step), or one example of a classifier;
+  one record (one value of one channel at one time step), one example of a classifier, or
+  one whole site of a federation;
 * ``covers``: what released object the guarantee holds for (the quantum features of a pass,
   the trained weights, ...), and ``notes``: what it leaves out (a scaler fitted in the clear,
   hyper-parameters chosen on validation data, ...);
@@ -93,6 +94,9 @@ class Unit(_Word):
     useful record guarantee: a record claim comes from the mechanism's own record sensitivity."""
     EXAMPLE = "example"
     """One training example of a classifier, added or removed."""
+    SITE = "site"
+    """The whole data of one site of a federation, replaced by anything (DP-FedAvg at the site
+    unit, :mod:`qpriv.privacy.site_dpfedavg`)."""
 
 
 #: What a claim covers, in the words every output uses.

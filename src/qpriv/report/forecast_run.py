@@ -130,19 +130,22 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
 
 
 def federated_section(federated: Mapping[str, Any]) -> Section:
-    """The sites of a federated run (``qpriv federate``): what each reported, who saw what."""
+    """The sites of a federated run (``qpriv federate``): what each reported, who saw what
+    (a FedAvg run's ``summary``, or federated dp-linear's SecAgg+ round)."""
     sites = [site for site in federated.get("sites") or () if isinstance(site, Mapping)]
     plan = federated.get("plan") or {}
     personal = federated.get("personal")
     own = [Text(f"A personal round: each site's errors are of its own kernel, pulled toward "
                 f"the pooled kernel with shrink {personal.get('shrink')}; "
                 f"{personal.get('kernels')}.")] if isinstance(personal, Mapping) else []
+    summary = federated.get("summary") or (  # FedAvg runs say their own; dp-linear's round:
+        f"{len(sites)} site(s) reported, of {plan.get('sites')} in the round (SecAgg+ "
+        f"threshold {plan.get('threshold')}, colluding sites tolerated: "
+        f"{plan.get('colluders')}). The server saw {federated.get('server_saw')}; no "
+        "site's data or statistics left it in the clear.")
     return Section("Sites (federated)", blocks=[
         *own,
-        Text(f"{len(sites)} site(s) reported, of {plan.get('sites')} in the round (SecAgg+ "
-             f"threshold {plan.get('threshold')}, colluding sites tolerated: "
-             f"{plan.get('colluders')}). The server saw {federated.get('server_saw')}; no "
-             "site's data or statistics left it in the clear."),
+        Text(str(summary)),
         table("Each site's own test and validation errors of the released kernel (z-scored by "
               "its own training split), as it reported them",
               ["site", "test MSE", "test MAE", "validation MSE", "training windows",

@@ -104,6 +104,10 @@ def test_plan_refuses_what_the_method_does_not_take():
     (["--method", "ldpt-fedavg", "--delta", "1e-5"], "leave"),
     (["--method", "dp-fedavg", "--unit", "record"], "unit site"),
     (["--budget", "tiny"], "FedAvg"),
+    (["--method", "ldpt-fedavg", "--personal"], "--personal is federated dp-linear's"),
+    (["--method", "dp-fedavg", "--unit", "site", "--threshold", "2"], "--threshold"),
+    (["--method", "dp-fedavg", "--unit", "site", "--colluders", "1"], "--colluders"),
+    (["--method", "dp-fedavg", "--unit", "site", "--scaler", "public"], "--scaler"),
 ])
 def test_cli_refuses_mismatched_flags_before_starting(tmp_path, capsys, flags, words):
     a, b = write_site(tmp_path / "a.csv", seed=0), write_site(tmp_path / "b.csv", seed=1)

@@ -12,9 +12,16 @@ import pytest
 
 from qpriv.errors import InvalidInputError
 from qpriv.federated.protocol import decode_and_solve, plan_federation
-from qpriv.federated.site import load_site, noise_share, site_errors, site_update, training_rows
-from qpriv.forecasting.linear import LinearForecaster, evaluate
-from qpriv.forecasting.linear_design import kernel_from_weights, sufficient_statistics
+from qpriv.federated.site import (
+    SiteClient,
+    load_site,
+    noise_share,
+    site_errors,
+    site_update,
+    training_rows,
+)
+from qpriv.forecasting.linear import LinearForecaster, evaluate, public_forecaster
+from qpriv.forecasting.linear_design import base_spec, kernel_from_weights, sufficient_statistics
 from qpriv.forecasting.windows import load_forecasting_data
 from qpriv.privacy.samplers import CHACHA, CHACHA_NOTE
 from qpriv.privacy.ssp import ridge_solve
@@ -203,3 +210,18 @@ def test_unquantised_noiseless_round_is_central_ridge_on_the_union_to_1e_9(sites
     assert claim.details["ridge"] > 0  # the noise's ridge, kept: the twin is that ridge
     with pytest.raises(InvalidInputError, match="noiseless tests only"):
         noiseless_plan(datas, quantised=False, noise=True)
+
+
+def test_each_site_reports_the_public_floor_on_its_own_test_windows(sites):
+    """The evaluate reply carries the public forecast's test errors beside the released
+    kernel's: central ``public_forecaster`` on the same file, to float64 rounding."""
+    datas = load(sites)
+    plan = noiseless_plan(datas)
+    kernel = np.zeros((HORIZON, SEQ_LEN))
+    _, _, reply = SiteClient(str(sites[0]), seed=0).evaluate([kernel], plan.to_config())
+    floor = public_forecaster(seq_len=SEQ_LEN, horizon=HORIZON,
+                              spec=base_spec(seq_len=SEQ_LEN, period=plan.period))
+    central = evaluate(floor, load_central(sites)[0].test)
+    assert reply["floor_mse"] == pytest.approx(central["mse"], rel=1e-12)
+    assert reply["floor_mae"] == pytest.approx(central["mae"], rel=1e-12)
+    assert reply["floor_mse"] != pytest.approx(reply["mse"], rel=1e-3)  # not the kernel's

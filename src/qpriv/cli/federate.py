@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     if "personal" in result["federated"]:
         print("  each site scored its own kernel (--personal)")
     for site in result["federated"]["sites"]:
-        print(f"  {site['site']}: test MSE {site['mse']:.4f}, MAE {site['mae']:.4f}")
+        floor = (f" (public floor {site['floor_mse']:.4f})" if "floor_mse" in site else "")
+        print(f"  {site['site']}: test MSE {site['mse']:.4f}{floor}, MAE {site['mae']:.4f}")
     print_wrapped(f"  privacy: ({claim['value']:.4g}, {claim['delta']:g})-DP at the "
                   f"{claim['unit']} unit against the server and {claim['colluders']} colluding "
                   f"site(s), tolerating {claim['dropouts_tolerated']} dropped site(s)")

@@ -256,9 +256,12 @@ class SiteClient(NumPyClient):
         data = self._data(config)
         kernel = np.asarray(parameters[0], dtype=np.float64)
         test, val = site_errors(kernel, data, "test"), site_errors(kernel, data, "val")
+        # the public floor on the same windows: it reads no training data (the plan's P_pub)
+        floor = site_errors(FederatedPlan.from_config(config).maps()[1], data, "test")
         count = data.windows("test") * data.horizon * data.n_channels
         return test["mse"], count, {
             "site": data.dataset, "mse": test["mse"], "mae": test["mae"],
+            "floor_mse": floor["mse"], "floor_mae": floor["mae"],
             "val_mse": val["mse"], "test_windows": data.windows("test"),
             "train_windows": data.windows("train"), "val_windows": data.windows("val"),
             "rows": len(data.dates), "first": data.dates[0].isoformat(),

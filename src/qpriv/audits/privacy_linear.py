@@ -17,10 +17,11 @@ sufficient statistics (A, B), and the statistics themselves are a fixed function
 So the audit computes (A, B) of D and of D' once, with the fit's own functions
 (:func:`~qpriv.forecasting.linear_design.sufficient_statistics`, the fit's sensitivities and
 noise calibration), and redraws only the noise and the solve for every release, through the
-fit's own ``_noisy_solve`` (noise, PSD repair, the noise-set ridge, solve): release i is
-exactly ``fit_dp_linear(..., seed=s)`` for the generator state s it starts from (a test checks
-the kernels bit for bit). Both hypotheses spend the whole budget on the Gaussian release
-(eps_scaler = 0, no selection), the configuration whose one release is the easiest to audit.
+fit's own :func:`~qpriv.forecasting.linear.noisy_ridge_solve` (noise, PSD repair, the
+noise-set ridge, solve): release i is exactly ``fit_dp_linear(..., seed=s)`` for the generator
+state s it starts from (a test checks the kernels bit for bit). Both hypotheses spend the whole
+budget on the Gaussian release (eps_scaler = 0, no selection), the configuration whose one
+release is the easiest to audit.
 
 **The test.** The release is the kernel ``K = P_pub + U W^T M``; W is a bijective function of K
 (M has full row rank, U full column rank), so the score reads W. The fit solves
@@ -60,9 +61,9 @@ import scipy.stats
 from qpriv.audits.lower_bound import clopper_pearson, epsilon_from_rates, planned_threshold
 from qpriv.errors import InvalidInputError, require_in_range, require_positive_int
 from qpriv.forecasting.linear import (
-    _noisy_solve,
     default_spec,
     fit_dp_linear,
+    noisy_ridge_solve,
     statistic_sensitivities,
 )
 from qpriv.forecasting.linear_design import (
@@ -115,8 +116,8 @@ class LinearMechanism:
 
     def weights(self, rng: np.random.Generator, *, noise: bool = True) -> np.ndarray:
         """One release's W (``noise=False``: the noiseless fit under the same ridge)."""
-        weights, _ = _noisy_solve(self.a, self.b, self.release, pooled=None, rng=rng,
-                                  noise=noise, ridge_scale=self.ridge_scale)
+        weights, _ = noisy_ridge_solve(self.a, self.b, self.release, pooled=None, rng=rng,
+                                       noise=noise, ridge_scale=self.ridge_scale)
         return weights
 
     def kernel(self, rng: np.random.Generator) -> np.ndarray:
@@ -139,9 +140,10 @@ def mechanism(data: ForecastData, raw: np.ndarray, *, unit: Unit, eps: float, de
     statistics of one more window (the window unit's canary, an (L + H, C) block).
 
     It takes the fit's own steps from :mod:`qpriv.forecasting.linear`
-    (:func:`~qpriv.forecasting.linear.statistic_sensitivities`; the private ``_noisy_solve``:
-    noise, PSD repair, ridge and solve), imported rather than copied, so that the game plays
-    what ``fit_dp_linear`` does (a test checks the kernels bit for bit)."""
+    (:func:`~qpriv.forecasting.linear.statistic_sensitivities`;
+    :func:`~qpriv.forecasting.linear.noisy_ridge_solve`: noise, PSD repair, ridge and solve),
+    imported rather than copied, so that the game plays what ``fit_dp_linear`` does (a test
+    checks the kernels bit for bit)."""
     defaults = DEFAULTS[unit.value]
     spec = default_spec(data)
     maps = linear_maps(spec, seq_len=data.seq_len, horizon=data.horizon)

@@ -61,6 +61,7 @@ from qpriv.forecasting.linear_design import (
 )
 from qpriv.forecasting.linear_scaler import Scaler, record_scaler
 from qpriv.forecasting.linear_select import (
+    PooledStatistics,
     base_spec,
     design_candidates,
     select_design,
@@ -109,6 +110,7 @@ __all__ = [
     "fit_ridge",
     "floor_and_reference",
     "linear_maps",
+    "noisy_ridge_solve",
     "output_basis",
     "prediction_basis",
     "protected_units",
@@ -379,8 +381,8 @@ def fit_dp_linear(
                                  rescale=the_unit == Unit.WINDOW)
     release = ssp_noise(sensitivity_a=d_a, sensitivity_b=d_b, noise_multiplier=z_fit,
                         share_a=share_a, eps=eps_gauss, delta=delta)
-    weights, ridge = _noisy_solve(a, b, release, pooled=pooled, rng=rng, noise=noise,
-                                  ridge_scale=ridge_scale)
+    weights, ridge = noisy_ridge_solve(a, b, release, pooled=pooled, rng=rng, noise=noise,
+                                       ridge_scale=ridge_scale)
     details = {
         "mechanism": "sufficient-statistics perturbation (AdaSSP-style ridge), analytic "
                      "Gaussian (Balle & Wang 2018)",
@@ -429,12 +431,23 @@ def _check_request(data: ForecastData, *, eps: float, delta: float, unit: str, s
     return eps, delta
 
 
-def _noisy_solve(a: np.ndarray, b: np.ndarray, release: SSPNoise, *, pooled: Any,
-                 rng: NoiseSampler, noise: bool,
-                 ridge_scale: float) -> tuple[np.ndarray, float]:
+def noisy_ridge_solve(a: np.ndarray, b: np.ndarray, release: SSPNoise, *,
+                      pooled: PooledStatistics | None,
+                      rng: np.random.Generator | NoiseSampler, noise: bool,
+                      ridge_scale: float) -> tuple[np.ndarray, float]:
     """The weights from the statistics (A, B) released with ``release``'s noise (and, where the
     design was selected privately, averaged with the selection release's view of the same
-    statistics, ``pooled``), PSD-repaired, under the ridge the noise sets; and that ridge."""
+    statistics, ``pooled``), PSD-repaired, under the ridge the noise sets; and that ridge.
+
+    The release and solve of sufficient-statistics perturbation (Wang 2018, "Revisiting
+    differentially private linear regression: optimal and adaptive prediction & estimation in
+    linear regression", AdaSSP): the Gaussian release (:func:`qpriv.privacy.ssp.perturb`,
+    drawn by ``rng``), then, as post-processing, ``W = (psd(A + E) + lambda I)^{-1} (B + F)``
+    with ``lambda = ridge_scale * sigma_A * sqrt(d)``
+    (:func:`qpriv.privacy.ssp.noise_scaled_ridge`; sigma_A of the averaged A where
+    ``pooled``, :meth:`~qpriv.forecasting.linear_select.PooledStatistics.combine`, is given).
+    ``noise=False`` (tests) draws nothing and keeps the ridge the noise would have set.
+    :func:`fit_dp_linear` releases its weights through this one step."""
     noisy_a, noisy_b = perturb(a, b, release, rng=rng) if noise else (a, b)
     # noise=False (tests) keeps the ridge the noise would have set: the noiseless twin is
     # the ridge shrunk toward the public forecast by that data-independent amount

@@ -3,11 +3,11 @@
 The one-run game of Steinke, Nasr & Jagielski 2023 ("Privacy auditing with one (1) training
 run"; :mod:`qpriv.audits.privacy_dpsgd`) on the LDPT backbone without its quantum path, trained
 exactly as ``qpriv train --method dpsgd`` trains it: the run's own plan, DP-SGD step and
-training (:mod:`qpriv.forecasting.run`'s ``_plan`` and ``_train`` and
-:func:`qpriv.forecasting.record_dpsgd.dpsgd_strategy`, imported
-rather than rebuilt so that the game plays the method's mechanism: per-window clipping at
-C = 1, Poisson batches, the noise multiplier from Opacus's accountant, RAdam), on a small
-model and look-back so that a test affords it.
+training (:func:`qpriv.forecasting.run.plan_run`, :func:`qpriv.forecasting.run.train_planned`
+and :func:`qpriv.forecasting.record_dpsgd.dpsgd_strategy`, imported rather than rebuilt so that
+the game plays the method's mechanism: per-window clipping at C = 1, Poisson batches, the noise
+multiplier from Opacus's accountant, RAdam), on a small model and look-back so that a test
+affords it.
 
 **The canaries** are windows with a random look-back and a horizon that is flat except for one
 step h, set to ``s b`` (a random sign s, ``b`` = :data:`SPIKE` data standard deviations):
@@ -40,7 +40,7 @@ from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.forecasting.recipe import mse
 from qpriv.forecasting.record_dpsgd import dpsgd_strategy
-from qpriv.forecasting.run import _checked_target, _plan, _train
+from qpriv.forecasting.run import checked_target, plan_run, train_planned
 from qpriv.forecasting.windows import ForecastData, load_forecasting_data
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.training.dpsgd import per_example_gradients, trainable_parameters
@@ -94,18 +94,18 @@ def audit_dpsgd_forecast_one_run(*, eps: float = 1.0, canaries: int = 100, guess
     member = torch.rand(m, generator=generator) < 0.5
     data = replace(data, train=WindowsWithCanaries(data.train, x_can[member], y_can[member]),
                    val=CanaryWindows(x_can, y_can))
-    target = _checked_target(method_entry("dpsgd"), eps=eps, eps_total=None, accounting="paper")
-    plan = _plan("dpsgd", target=target, delta=None, seq_len=data.seq_len,
-                 horizon=data.horizon, overrides=TINY_MODEL, epochs=epochs, batch_size=None,
-                 seed=seed + 1, eval_passes=1, progress=False)
+    target = checked_target(method_entry("dpsgd"), eps=eps, eps_total=None, accounting="paper")
+    plan = plan_run("dpsgd", target=target, delta=None, seq_len=data.seq_len,
+                    horizon=data.horizon, overrides=TINY_MODEL, epochs=epochs, batch_size=None,
+                    seed=seed + 1, eval_passes=1, progress=False)
     plan = replace(plan, setup=replace(plan.setup, config=replace(
         plan.setup.config, n_channels=data.n_channels)))
     strategy = dpsgd_strategy(plan.setup, n_train=len(data.train), train_config=plan.train_config)
-    # the initial weights, as _train draws them: the auditor's reference point
+    # the initial weights, as train_planned draws them: the auditor's reference point
     seed_everything(derive_seed(plan.train_config.seed, "model-init"))
     initial = LDPTForecaster(plan.setup.config)
     grads, _ = per_example_gradients(initial, x_can, y_can, loss_fn=mse)
-    trained = _train(plan, data=data, strategy=strategy, out=None, resume=False)
+    trained = train_planned(plan, data=data, strategy=strategy, out=None, resume=False)
     moved = _flat(initial) - _flat(trained.model)
     scores = grads @ moved / grads.norm(dim=1).clamp(min=torch.finfo(grads.dtype).tiny)
     report: dict[str, Any] = strategy.report()

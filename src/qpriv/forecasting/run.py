@@ -174,7 +174,7 @@ def run_forecast(
             from the checkpointed run.
     """
     entry = method_entry(method)
-    target = _checked_target(entry, eps=eps, eps_total=eps_total, accounting=accounting)
+    target = checked_target(entry, eps=eps, eps_total=eps_total, accounting=accounting)
     if csv is not None and data_dir is not None:
         raise ArgumentError("{data_dir} says where to find a named dataset; {csv} names its "
                             "file itself: leave {data_dir} out")
@@ -193,9 +193,9 @@ def run_forecast(
     scaler = check_backbone_settings(entry, unit=unit, clip_range=clip_range, scaler=scaler,
                                      select=select)
     _refuse_period(method, period=period)
-    plan = _plan(method, target=target, delta=delta, seq_len=seq_len, horizon=horizon,
-                 overrides=overrides, epochs=epochs, batch_size=batch_size, seed=seed,
-                 eval_passes=eval_passes, progress=progress, scaler=scaler)
+    plan = plan_run(method, target=target, delta=delta, seq_len=seq_len, horizon=horizon,
+                    overrides=overrides, epochs=epochs, batch_size=batch_size, seed=seed,
+                    eval_passes=eval_passes, progress=progress, scaler=scaler)
     return _run_backbone(
         plan, method=method, target=target, accounting=accounting, delta_prime=delta_prime,
         asked=_DataRequest(dataset=dataset, csv=csv, columns=columns, data_dir=data_dir,
@@ -228,11 +228,11 @@ class _DataRequest:
             csv_format=self.csv_format)
 
 
-def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, accounting: str,
-                  delta_prime: float, asked: _DataRequest, overrides: Mapping[str, Any] | None,
-                  seed: int | None, eval_passes: int, out_dir: str | Path | None, resume: bool,
-                  threads: int | None, rigorous: bool, progress: bool,
-                  keep_checkpoints: bool) -> ForecastResult:
+def _run_backbone(plan: RunPlan, *, method: str, target: PrivacyTarget | None,
+                  accounting: str, delta_prime: float, asked: _DataRequest,
+                  overrides: Mapping[str, Any] | None, seed: int | None, eval_passes: int,
+                  out_dir: str | Path | None, resume: bool, threads: int | None,
+                  rigorous: bool, progress: bool, keep_checkpoints: bool) -> ForecastResult:
     """:func:`run_forecast` for a method of the LDPT backbone, its settings checked and
     planned: check the rest, load the data, train (or read the finished run back), state
     the claims and write the result."""
@@ -269,7 +269,7 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
                             ignore={"source"} if data.dataset in DATASETS else ())
         if finished is not None:
             return ForecastResult.from_json(finished)
-        trained = _train(plan, data=data, strategy=strategy, out=out, resume=resume)
+        trained = train_planned(plan, data=data, strategy=strategy, out=out, resume=resume)
         if scaling is not None:  # test metrics in the loader's z-units, as every run's
             trained = replace(trained, test=scaling.loader_units(trained.test,
                                                                  trained.by_channel))
@@ -301,7 +301,7 @@ def _run_backbone(plan: _Plan, *, method: str, target: PrivacyTarget | None, acc
     return ForecastResult.from_json(result)
 
 
-def _request(plan: _Plan, *, data: ForecastData, asked: _DataRequest, method: str,
+def _request(plan: RunPlan, *, data: ForecastData, asked: _DataRequest, method: str,
              target: PrivacyTarget | None, accounting: str,
              overrides: Mapping[str, Any] | None, delta_prime: float, seed: int | None,
              eval_passes: int) -> dict:
@@ -326,10 +326,16 @@ def _request(plan: _Plan, *, data: ForecastData, asked: _DataRequest, method: st
     }
 
 
-def _checked_target(entry: Method, *, eps: float | None, eps_total: float | None,
-                    accounting: str) -> PrivacyTarget | None:
+def checked_target(entry: Method, *, eps: float | None, eps_total: float | None,
+                   accounting: str) -> PrivacyTarget | None:
     """The budget of a run of ``entry`` (:func:`run_budget`), with a linear method's misplaced
-    rigorous accounting refused first, in words that lead out."""
+    rigorous accounting refused first, in words that lead out: the per-pass eps_s of the LDPT
+    paper's Algorithm 1 (``accounting="paper"``), or the record-level eps over the whole
+    training (``"rigorous"``, checked > 0); None for a method without noise.
+
+    Raises:
+        InvalidInputError: a budget the method or its accounting does not take.
+    """
     if entry.family == LINEAR and (accounting == "rigorous" or eps_total is not None):
         # before run_budget, whose advice for the LDPT methods would send a linear run in a
         # circle ({accounting} needs {eps_total}, which needs {accounting}, refused here)
@@ -379,9 +385,10 @@ def _refuse_training_settings(method: str, *, epochs: int | None, batch_size: in
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """A backbone run's settings once checked: the method built at its budget, the training
-    configuration (and what of it is recorded), the delta it is accounted at."""
+class RunPlan:
+    """A backbone run's settings once checked (:func:`plan_run`): the method built at its
+    budget, the training configuration (and what of it is recorded), the delta it is accounted
+    at, and whether its seed is secret."""
 
     setup: MethodSetup
     train_config: ForecasterTrainConfig
@@ -400,12 +407,24 @@ class _Plan:
         return self.train_config.as_dict() | ({"seed": None} if self.secret else {})
 
 
-def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq_len: int,
-          horizon: int, overrides: Mapping[str, Any] | None, epochs: int | None,
-          batch_size: int | None, seed: int | None, eval_passes: int, progress: bool,
-          scaler: str | None = None) -> _Plan:
+def plan_run(method: str, *, target: PrivacyTarget | None, delta: float | None, seq_len: int,
+             horizon: int, overrides: Mapping[str, Any] | None, epochs: int | None,
+             batch_size: int | None, seed: int | None, eval_passes: int, progress: bool,
+             scaler: str | None = None) -> RunPlan:
     """Build the backbone method at its budget and check its training settings and delta;
-    ``scaler`` (a DP-SGD method at the record unit): how its scaler is treated."""
+    ``scaler`` (a DP-SGD method at the record unit): how its scaler is treated.
+
+    ``target`` is :func:`checked_target`'s. The protocol is the LDPT paper's (section 7.2):
+    ``epochs`` None takes the method's, and a learning-rate warm-up shrinks with it; a
+    rigorous target replaces the channel's p and sigma by the rigorous accountant's
+    (:func:`qpriv.forecasting.rigorous.rigorous_setup`); ``seed`` None draws a secret one.
+    The model is planned with one channel: the caller sets ``n_channels`` from its data.
+
+    Raises:
+        InvalidInputError: a budget or override the method refuses
+            (:func:`~qpriv.forecasting.methods.setup_method`), or a delta it cannot take or
+            outside (0, 1).
+    """
     base = ModelConfig(seq_len=seq_len, horizon=horizon, n_channels=1)
     if target is None:
         build_eps = None
@@ -445,13 +464,16 @@ def _plan(method: str, *, target: PrivacyTarget | None, delta: float | None, seq
     if target is not None and target.spend is Spend.OVER_TRAINING:
         setup = rigorous_setup(setup, eps_total=target.eps, delta=delta,
                                epochs=train_config.epochs)
-    return _Plan(setup=setup, train_config=train_config, delta=delta, secret=secret,
-                 scaler=scaler)
+    return RunPlan(setup=setup, train_config=train_config, delta=delta, secret=secret,
+                   scaler=scaler)
 
 
 @dataclass(frozen=True)
-class _Trained:
-    """What training left: the model at its best weights, the trainer and its fit."""
+class TrainedRun:
+    """What training left (:func:`train_planned`): the model at its best weights, the trainer
+    and its fit, the test metrics (``mse``, ``mae``: None where training diverged before any
+    finite validation loss) and the per-channel ones that
+    :func:`~qpriv.forecasting.metrics.original_units` reads."""
 
     model: LDPTForecaster
     trainer: Trainer
@@ -460,9 +482,14 @@ class _Trained:
     by_channel: dict | None
 
 
-def _train(plan: _Plan, *, data: ForecastData, strategy: StepStrategy | None,
-           out: Path | None, resume: bool) -> _Trained:
-    """Train the planned model on ``data`` (resuming from ``out``) and test its best weights."""
+def train_planned(plan: RunPlan, *, data: ForecastData, strategy: StepStrategy | None,
+                  out: Path | None, resume: bool) -> TrainedRun:
+    """Train the planned model on ``data`` (resuming from ``out``) and test its best weights.
+
+    The model's initial weights are seeded from the plan's seed (``"model-init"``), so an
+    auditor who knows the plan can draw them again; ``strategy`` is the step (None: plain,
+    or :func:`~qpriv.forecasting.record_dpsgd.dpsgd_strategy` for DP-SGD); ``out`` None
+    writes no checkpoint."""
     seed_everything(derive_seed(plan.train_config.seed, "model-init"))
     model = LDPTForecaster(plan.setup.config)
     trainer = Trainer(model, train=data.train, val=data.val, config=plan.train_config,
@@ -474,10 +501,10 @@ def _train(plan: _Plan, *, data: ForecastData, strategy: StepStrategy | None,
     test = (trainer.evaluate(data.test, by_channel=True) if fit.best_epoch
             else {"mse": None, "mae": None})
     by_channel = test.pop("by_channel", None)
-    return _Trained(model=model, trainer=trainer, fit=fit, test=test, by_channel=by_channel)
+    return TrainedRun(model=model, trainer=trainer, fit=fit, test=test, by_channel=by_channel)
 
 
-def _outcome(trained: _Trained, *, data: ForecastData) -> dict:
+def _outcome(trained: TrainedRun, *, data: ForecastData) -> dict:
     """The result's numbers of a trained run: test metrics (z-scored and in data units), the
     fit, the window counts, the parameters and what inference needs."""
     fit = trained.fit

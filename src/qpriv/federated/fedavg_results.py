@@ -16,7 +16,6 @@ forecast hardly depends on it.
 
 from __future__ import annotations
 
-import io
 import platform
 from dataclasses import asdict
 from pathlib import Path
@@ -36,7 +35,7 @@ from qpriv.forecasting.inference import BACKBONE_SCALER_NOTE, LINEAR_SCALER_NOTE
 from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.metrics import METRIC_UNITS
 from qpriv.privacy.claims import Kind
-from qpriv.runs.files import atomic_torch_save, atomic_write_bytes, atomic_write_json
+from qpriv.runs.files import atomic_savez, atomic_torch_save, atomic_write_json
 from qpriv.runs.layout import BEST_FILE, LINEAR_MODEL_FILE, RESULT_FILE
 
 __all__ = ["pooled_scaler", "write_fedavg_release"]
@@ -115,9 +114,7 @@ def write_fedavg_release(folder: str | Path, *, plan: FedAvgPlan,
                         "torch": torch.__version__},
     }
     if linear:
-        buffer = io.BytesIO()
-        np.savez(buffer, kernel=forecaster.kernel)
-        atomic_write_bytes(folder / LINEAR_MODEL_FILE, buffer.getvalue())
+        atomic_savez(folder / LINEAR_MODEL_FILE, kernel=forecaster.kernel)
     else:
         atomic_torch_save(folder / BEST_FILE, {"model": model.state_dict(),
                                                "epoch": plan.rounds})

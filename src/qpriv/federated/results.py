@@ -9,7 +9,6 @@ and what the server saw (``federated``).
 
 from __future__ import annotations
 
-import io
 import platform
 from dataclasses import asdict
 from pathlib import Path
@@ -25,7 +24,7 @@ from qpriv.forecasting.methods import LINEAR
 from qpriv.forecasting.methods import method as method_entry
 from qpriv.forecasting.metrics import METRIC_UNITS
 from qpriv.privacy.claims import PrivacyClaim
-from qpriv.runs.files import atomic_write_bytes, atomic_write_json
+from qpriv.runs.files import atomic_savez, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 
 __all__ = ["ERROR_FILE", "PERSONAL_KERNELS_NOTE", "SITES_NOTE", "write_release"]
@@ -93,8 +92,6 @@ def write_release(folder: str | Path, *, model: LinearForecaster, claim: Privacy
     slots = sorted(site_kernels or {})
     own = {"site_kernels": np.stack([site_kernels[s] for s in slots]),
            "site_slots": np.array(slots)} if site_kernels else {}
-    buffer = io.BytesIO()
-    np.savez(buffer, kernel=model.kernel, **own)
-    atomic_write_bytes(folder / LINEAR_MODEL_FILE, buffer.getvalue())
+    atomic_savez(folder / LINEAR_MODEL_FILE, kernel=model.kernel, **own)
     atomic_write_json(folder / RESULT_FILE, result)
     return result

@@ -11,7 +11,6 @@ the kernel and ``result.json``, atomically), and returns the same typed
 
 from __future__ import annotations
 
-import io
 import math
 import platform
 import time
@@ -60,7 +59,7 @@ from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import PrivacyClaim, require_meaningful_delta
 from qpriv.privacy.dpsgd_accounting import check_dpsgd_eps
 from qpriv.runs.directory import check_out_dir, open_run
-from qpriv.runs.files import atomic_write_bytes, atomic_write_json
+from qpriv.runs.files import atomic_savez, atomic_write_json
 from qpriv.runs.layout import LINEAR_MODEL_FILE, RESULT_FILE
 from qpriv.threads import torch_threads
 
@@ -193,9 +192,7 @@ def run_linear(
                         "threads": used_threads},
     }
     if out is not None:
-        buffer = io.BytesIO()
-        np.savez(buffer, kernel=model.kernel)
-        atomic_write_bytes(out / LINEAR_MODEL_FILE, buffer.getvalue())
+        atomic_savez(out / LINEAR_MODEL_FILE, kernel=model.kernel)
         atomic_write_json(out / RESULT_FILE, result)
     # typed from the very object result.json holds: a run and its resume read the same
     return ForecastResult.from_json(result)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -79,6 +80,11 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     """Write ``data`` to ``path``, atomically (e.g. a PNG rendered into memory)."""
     return _atomic_write(path, lambda handle: handle.write(data))
+
+
+def atomic_savez(path: str | Path, **arrays: np.ndarray) -> Path:
+    """``numpy.savez(**arrays)`` to ``path``, atomically (a linear run's ``linear.npz``)."""
+    return _atomic_write(path, lambda handle: np.savez(handle, **arrays))
 
 
 def atomic_torch_save(path: str | Path, obj: Any) -> Path:

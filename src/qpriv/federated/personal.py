@@ -85,10 +85,11 @@ def decode_slots(total: np.ndarray, plan: FederatedPlan, *, survivors: int,
         raise InvalidInputError(f"slots {list(slots)} are not {survivors} distinct sites of "
                                 f"0 to {plan.sites - 1}")
     values = checked_total(total, plan, survivors=survivors) / plan.decode_scale
-    dim_a, dim_b = statistic_dims(plan.maps())
+    maps = plan.maps()
+    dim_a, dim_b = statistic_dims(maps)
     a_all = values[:plan.sites * dim_a].reshape(plan.sites, dim_a)
     b_all = values[plan.sites * dim_a:].reshape(plan.sites, dim_b)
-    d, k = plan.maps()[0].shape[0], plan.maps()[2].shape[1]
+    d, k = maps[0].shape[0], maps[2].shape[1]
     return {slot: unpack(np.concatenate([a_all[slot], b_all[slot]]), d, k) for slot in slots}
 
 

@@ -56,6 +56,7 @@ import math
 import dp_accounting
 
 from qpriv.errors import require_in_range, require_positive_int
+from qpriv.privacy.ssp import gaussian_noise_multiplier
 
 __all__ = [
     "ADJACENCY",
@@ -149,10 +150,10 @@ def site_epsilon_rdp(*, noise_multiplier: float, rounds: int, delta: float) -> f
 
 def site_noise_multiplier(*, eps: float, delta: float, rounds: int) -> float:
     """The wrapper's noise multiplier z that makes R rounds (eps, delta)-DP at the site unit:
-    one Gaussian mechanism of multiplier ``sigma_1 = get_sigma_gaussian(eps, delta)`` is the
-    R rounds' composition when ``z / (2 sqrt(R)) = sigma_1``, so ``z = 2 sqrt(R) sigma_1``
-    (raised by one part in 1e9 so that rounding never lands above eps)."""
-    eps = require_in_range("eps", eps, low=0.0, hint="a privacy budget must be > 0")
+    one Gaussian mechanism of multiplier ``sigma_1`` (the analytic Gaussian mechanism's,
+    :func:`qpriv.privacy.ssp.gaussian_noise_multiplier`: ``get_sigma_gaussian(eps, delta)``
+    raised by one part in 1e9 so that rounding never lands above eps) is the R rounds'
+    composition when ``z / (2 sqrt(R)) = sigma_1``, so ``z = 2 sqrt(R) sigma_1``."""
     rounds = require_positive_int("rounds", rounds)
-    sigma_one = float(dp_accounting.get_sigma_gaussian(eps, _delta(delta)))
-    return SENSITIVITY_FACTOR * math.sqrt(rounds) * sigma_one * (1.0 + 1e-9)
+    sigma_one = gaussian_noise_multiplier(eps=eps, delta=delta)
+    return SENSITIVITY_FACTOR * math.sqrt(rounds) * sigma_one

@@ -21,6 +21,16 @@ if not os.environ.get(DATA_DIR_ENV) and (cache_dir() / "ETTh1.csv").is_file():
     os.environ[DATA_DIR_ENV] = str(cache_dir())
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.needs_ett``: skipped, and saying why, where the ETT files are not set."""
+    if os.environ.get(DATA_DIR_ENV):
+        return
+    skip = pytest.mark.skip(reason=f"{DATA_DIR_ENV} (the ETT csv files) not set")
+    for item in items:
+        if item.get_closest_marker("needs_ett"):
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def single_thread():
     """Run each test on one torch thread (the samplers and per-example gradients issue many

@@ -6,7 +6,6 @@ machine-specific is carried."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 
 import pytest
@@ -17,11 +16,6 @@ from qpriv.experiments.runner import run_experiment
 from qpriv.forecasting.datasets import locate_dataset
 from qpriv.runs.layout import BEST_FILE, CHECKPOINT_FILE, CONFIG_FILE, MIA_FILE, RESULT_FILE
 from qpriv.training.trainer import Trainer
-
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
-
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +36,7 @@ def _rows(report) -> list[dict]:
     return [{k: v for k, v in row.items() if k != "seconds_per_epoch"} for row in report.rows]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_carried_cells_are_read_as_finished_with_the_same_rows(carry, grid, tmp_path,
                                                               monkeypatch):
     out, first = grid
@@ -165,7 +159,7 @@ def test_a_folder_without_cells_is_one_line_and_exit_2(tmp_path, capsys, load_sc
     assert not (tmp_path / "out").exists()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_an_unfinished_cell_carried_resumes_from_its_epoch_to_the_same_rows(carry, tmp_path,
                                                                              monkeypatch):
     """A cell killed in its second epoch, saved with ``unfinished`` and restored on a 'fresh

@@ -30,9 +30,6 @@ from qpriv.experiments.runner import run_experiment
 from qpriv.runs import directory
 from qpriv.runs.directory import run_files, write_run_files
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set")
-
 
 def test_an_unknown_executor_and_an_address_without_ray_are_refused():
     with pytest.raises(InvalidInputError, match="executor 'dask' is not one of local, ray"):
@@ -50,6 +47,7 @@ def test_an_unknown_executor_and_an_address_without_ray_are_refused():
             "--address is empty; give the Ray head node's HOST:PORT, or leave --address out")
 
 
+@pytest.mark.needs_ett  # the frontier reads its data before it asks for Ray
 def test_ray_missing_is_one_line_with_the_install_command(monkeypatch, tmp_path, capsys):
     real = importlib.import_module
 
@@ -90,7 +88,7 @@ def test_a_computed_table_is_refused_on_ray(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_node_with_the_drivers_code_and_data_passes_and_any_difference_is_named():
     driver = Fingerprint.here(["ETTh1", "ETTh1"])
     assert [name for name, _ in driver.datasets] == ["ETTh1"]
@@ -187,7 +185,7 @@ def test_the_local_executor_reports_a_failure_and_goes_on(tmp_path):
     assert lines == ["[1/3] a", "[2/3] b", "  failed: InvalidInputError: boom", "[3/3] c"]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_an_address_without_a_cluster_exits_2_and_writes_nothing(tmp_path, capsys):
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'qpriv[ray]'")
     assert not ray.is_initialized()

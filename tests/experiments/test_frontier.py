@@ -42,10 +42,6 @@ from qpriv.experiments.grid import FULL, QUICK, TINY
 from qpriv.forecasting.datasets import file_sha256
 from qpriv.privacy.claims import COVERS_WEIGHTS, Accounting, Kind, PrivacyClaim, Unit
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
-
 
 def _last_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -98,7 +94,7 @@ def test_seeds_and_linear_settings():
                          horizon=24).key == "ETTh1-H24-dpsgd-eps0.1-s2024"
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_files_hold_the_cells_numbers(tiny_frontier):
     out, report = tiny_frontier
     where = out / "ETTh1-H24-record" / "tiny"
@@ -128,7 +124,7 @@ def test_files_hold_the_cells_numbers(tiny_frontier):
     assert png[:4] == b"\x89PNG" and len(png) > 10_000
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_guarantee_that_misses_the_unit_is_flagged(tiny_frontier):
     out, _ = tiny_frontier
     frame = pd.read_csv(out / "ETTh1-H24-record" / "tiny" / "frontier.csv").set_index("method")
@@ -176,7 +172,7 @@ def test_a_guarantee_given_a_clear_scaler_says_so():
                    scaler=SCALER_PER_WINDOW) == "covers the window unit and the weights"
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_finished_cell_is_not_recomputed(tiny_frontier, monkeypatch):
     out, first = tiny_frontier
 
@@ -222,7 +218,7 @@ def test_bad_input_exits_2_in_one_line_and_writes_nothing(tmp_path, capsys, argv
     assert not out.exists()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 @pytest.mark.parametrize("methods", [["ridge"], ["ldpt"], ["dp-linear", "dpsgd"]])
 def test_a_horizon_the_data_cannot_hold_is_refused_before_any_cell(tmp_path, capsys,
                                                                    methods):
@@ -235,7 +231,7 @@ def test_a_horizon_the_data_cannot_hold_is_refused_before_any_cell(tmp_path, cap
     assert not out.exists()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
 def test_an_out_folder_that_cannot_be_made_is_the_only_line(capsys):
     """Checked by making it before the progress line (it printed ``cells: 1 cell`` first)."""
@@ -245,7 +241,7 @@ def test_an_out_folder_that_cannot_be_made_is_the_only_line(capsys):
     assert len(err) == 1 and "--out /proc/qpriv-frontier-test cannot be created" in err[0]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_training_runs_folder_is_refused_as_out_and_left_as_it_was(tmp_path, capsys):
     """A frontier used to add its cells and reports inside a finished run's folder."""
     out = tmp_path / "run"
@@ -266,7 +262,7 @@ def test_library_refuses_an_unknown_unit(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_quick_runs_end_to_end_at_a_tiny_budget(tmp_path, capsys, monkeypatch):
     """``--quick`` takes the quick budget; here the quick budget is made tiny."""
     monkeypatch.setitem(grid.BUDGETS, "quick", replace(TINY, name="quick"))
@@ -283,7 +279,7 @@ def test_quick_runs_end_to_end_at_a_tiny_budget(tmp_path, capsys, monkeypatch):
             / "result.json").is_file()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_cli_prints_the_table(tmp_path, capsys):
     assert main(["frontier", "--budget", "tiny", "--eps", "1", "--seeds", "1", "--methods",
                  "dp-linear", "public", "--out", str(tmp_path), "--quiet"]) == 0

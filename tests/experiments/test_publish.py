@@ -20,9 +20,6 @@ from qpriv.experiments.runner import files_of_cell, has_model, reproduce_job, ru
 
 COMMAND = "qpriv reproduce table9 --budget tiny --out runs/tiny"
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +53,7 @@ def publish(load_script, capsys):
     return run
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path, publish):
     dest = tmp_path / "results" / "table9"
     code, out, err = publish(["--out", str(grid), "--reproduce", "table9", "--dest", str(dest),
@@ -85,7 +82,7 @@ def test_only_the_small_files_are_copied_and_the_readme_says_how(grid, tmp_path,
     assert sorted(p.name for p in dest.parent.iterdir()) == ["table9"]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_frontier_is_published_with_every_cell(grid, tmp_path):
     source = pub.frontier("ETTh1-H24-record", out_dir=grid, budget="tiny")
     dest = pub.publish(source, dest=tmp_path / "frontier", command="qpriv frontier ...")
@@ -106,7 +103,7 @@ def _refused(publish, argv: list[str], dest: Path) -> str:
     return err
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, publish):
     out = _copy(grid, tmp_path)
     dest = tmp_path / "results" / "table9"
@@ -131,7 +128,7 @@ def test_an_unfinished_grid_is_refused_and_nothing_written(grid, tmp_path, publi
     assert "table.md is missing" in _refused(publish, argv, dest)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_cell_that_diverged_before_it_had_a_model_is_finished_without_an_attack(
         grid, tmp_path, publish):
     """A run whose training diverged before any finite validation loss has no weights: Table 9
@@ -166,7 +163,7 @@ def test_a_cell_that_diverged_before_it_had_a_model_is_finished_without_an_attac
             "the 8 cells") in (dest / "README.md").read_text()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, publish):
     out = _copy(grid, tmp_path)
     dest = tmp_path / "table9"
@@ -185,7 +182,7 @@ def test_a_report_older_than_a_cell_or_with_failures_is_refused(grid, tmp_path, 
         publish, argv, dest)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_frontier_with_a_missing_cell_is_refused(grid, tmp_path):
     out = _copy(grid, tmp_path)
     (out / "cells" / "tiny" / "ETTh1-H24-ridge-s2024" / "result.json").unlink()

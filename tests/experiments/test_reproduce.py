@@ -22,9 +22,6 @@ from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster
 from qpriv.runs.files import MTIME_LAG, Written, written_since
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 PAPER_IDS = ([f"table{i}" for i in range(1, 17)] + [f"tableA{i}" for i in range(1, 7)]
              + ["figure3", "figure4"])
 
@@ -72,7 +69,7 @@ def out(tmp_path_factory):
     return tmp_path_factory.mktemp("reproduce")
 
 
-@needs_ett
+@pytest.mark.needs_ett
 @pytest.mark.parametrize("experiment_id", PAPER_IDS)
 def test_every_experiment_runs_at_the_tiny_budget(experiment_id, out):
     seeds = [2024, 2025] if experiment_id in ("table11", "table12") else [2024]
@@ -112,7 +109,7 @@ def test_every_experiment_runs_at_the_tiny_budget(experiment_id, out):
         assert all(r["seeds"] == 2 and "mse_std" in r for r in report.rows)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_finished_cells_are_reused_and_failures_isolated(tmp_path, monkeypatch):
     first = run_experiment("table8", budget=TINY, out_dir=tmp_path, progress=False)
     calls = []

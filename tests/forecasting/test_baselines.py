@@ -4,7 +4,6 @@ bottlenecks, ablations, and what each says about its privacy."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import torch
@@ -32,9 +31,6 @@ from qpriv.training.trainer import DIVERGENCE_NOTE
 BACKBONE_METHODS = [name for name, entry in METHODS.items() if entry.family == BACKBONE]
 """The methods built on the LDPT backbone (the linear family has its own tests)."""
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 TINY = ModelConfig(seq_len=32, horizon=4, n_channels=3, dim=4, stride=4, d_model=8, n_heads=2,
                    d_ff=16, n_shots=16)
 SMALL = {"seq_len": 48, "max_train_windows": 128, "max_eval_windows": 24, "progress": False,
@@ -218,7 +214,7 @@ def test_input_noise_is_fresh_and_seeded():
     assert torch.equal(first, model(x))
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_dpsgd_run_is_labelled_and_resumes(tmp_path):
     out = tmp_path / "dpsgd"
     result = run_forecast(method="dpsgd", eps=8.0, horizon=4, epochs=2, out_dir=out, **SMALL)
@@ -267,7 +263,7 @@ def test_a_delta_the_method_would_not_use_is_refused(method, needle):
                      horizon=4, epochs=1, **SMALL)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_budget_no_multiplier_meets_is_refused_before_writing(tmp_path):
 
 

@@ -4,7 +4,6 @@ forward pass, affine equivariance, and both methods through the one run front do
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -23,10 +22,6 @@ from qpriv.forecasting.linear import evaluate
 from qpriv.forecasting.linear_dpsgd import DEFAULTS, fit_dpsgd_linear
 from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.windows import load_forecasting_data
-
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 
 
 def test_moving_average_is_the_papers_replicate_padded_pool() -> None:
@@ -58,7 +53,7 @@ def test_the_kernel_is_the_forward_pass_and_affine_equivariant() -> None:
 SMALL = {"max_train_windows": 512, "max_eval_windows": 32, "progress": False}
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_dlinear_trains_without_noise_and_beats_its_start(tmp_path) -> None:
     out = tmp_path / "dlinear"
     result = run_forecast(method="dlinear", out_dir=out, **SMALL)
@@ -76,7 +71,7 @@ def test_dlinear_trains_without_noise_and_beats_its_start(tmp_path) -> None:
                                rtol=1e-9, atol=1e-9)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_dpsgd_dlinear_states_a_window_claim() -> None:
     result = run_forecast(method="dpsgd-dlinear", eps=4.0, **SMALL)
     claim = result.claims["eps"]
@@ -91,7 +86,7 @@ def _mean_forecast_mse(data) -> float:
     return float(((y - x.mean(axis=1, keepdims=True)) ** 2).mean())
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_dpsgd_dlinear_does_not_diverge_under_record_noise() -> None:
     """At the record unit the noise on each of the 2 H L weights is large (sigma C / qN in the
     tens): with dpsgd-linear's learning rate the forecasts blow up; with DPSGD_SETTINGS they stay

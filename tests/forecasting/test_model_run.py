@@ -17,10 +17,6 @@ from qpriv.forecasting.run import run_forecast
 from qpriv.forecasting.run_claims import SCALER_NOTE
 from qpriv.privacy.claims import PrivacyClaim
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
-
 SMALL = {"seq_len": 48, "max_train_windows": 48, "max_eval_windows": 24, "progress": False,
          "rigorous": False,
          "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16, "dim": 4, "n_shots": 32}}
@@ -49,7 +45,7 @@ def test_resume_needs_an_out_dir():
         run_forecast(resume=True, progress=False)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_ldpt_run_writes_a_labelled_result(tmp_path):
     out = tmp_path / "run"
     result = run_forecast(method="ldpt", eps=0.1, horizon=4, epochs=2, out_dir=out, **SMALL)
@@ -93,7 +89,7 @@ def test_ldpt_run_writes_a_labelled_result(tmp_path):
     assert moved.mse == result.mse
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_classical_run_claims_no_privacy():
     result = run_forecast(method="classical", eps=None, horizon=4, epochs=1, **SMALL)
     assert result.claims == {} and result.privacy == "none"
@@ -115,7 +111,7 @@ def poison_the_first_step(monkeypatch) -> None:
     monkeypatch.setattr(StepStrategy, "step", poisoned)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_run_that_diverges_reports_no_test_number_and_no_model(tmp_path, monkeypatch, capsys):
     from qpriv.cli import main
     from qpriv.forecasting.artifacts import load_run
@@ -138,7 +134,7 @@ def test_a_run_that_diverges_reports_no_test_number_and_no_model(tmp_path, monke
     assert "no test MSE" in printed and "DIVERGED at epoch 1" in printed
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_csv_run_is_bound_to_the_bytes_it_trained_on(tmp_path):
     from qpriv.forecasting.artifacts import load_run
 
@@ -160,7 +156,7 @@ def test_a_csv_run_is_bound_to_the_bytes_it_trained_on(tmp_path):
         run_forecast(**settings, resume=True)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_checkpoint_without_its_config_is_not_resumed(tmp_path):
     out = tmp_path / "run"
     run_forecast(method="classical", eps=None, horizon=4, epochs=1, out_dir=out,
@@ -175,7 +171,7 @@ def test_a_checkpoint_without_its_config_is_not_resumed(tmp_path):
     assert sorted(p.name for p in bare.iterdir()) == ["checkpoint.pt"]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_train_takes_a_batch_size(capsys):
     from qpriv.cli import main
 

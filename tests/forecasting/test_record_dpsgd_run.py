@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,9 +16,6 @@ from qpriv.privacy.record_dpsgd import record_dpsgd_epsilon
 from qpriv.privacy.samplers import SECURE_MODE, SEEDED, VETTED
 from qpriv.training.dpsgd import DPSGDStrategy
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 SMALL = {"seq_len": 48, "horizon": 4, "epochs": 1, "max_train_windows": 128,
          "max_eval_windows": 24, "progress": False, "rigorous": False,
          "overrides": {"d_model": 8, "n_heads": 2, "d_ff": 16}}
@@ -39,7 +35,7 @@ def test_the_strategy_reports_a_record_claim_from_the_record_accountant() -> Non
     assert "windows_per_record" not in window.settings()  # old checkpoints still resume
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_record_run_calibrates_its_noise_and_states_a_record_claim(tmp_path) -> None:
     result = run_forecast(method="dpsgd", unit="record", eps=4.0, out_dir=tmp_path / "r",
                           **SMALL)
@@ -60,7 +56,7 @@ def test_a_record_run_calibrates_its_noise_and_states_a_record_claim(tmp_path) -
     assert result.noise_multiplier > 3 * window.noise_multiplier
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_public_scaler_is_declared_and_spends_nothing() -> None:
     result = run_forecast(method="dpsgd", unit="record", eps=4.0, scaler="public", **SMALL)
     claim = result.claims["eps"]
@@ -68,7 +64,7 @@ def test_a_public_scaler_is_declared_and_spends_nothing() -> None:
     assert any("NOT covered" in note for note in claim.notes)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_secret_seed_record_run_draws_from_the_release_samplers() -> None:
     result = run_forecast(method="dpsgd", unit="record", eps=4.0, seed=None, **SMALL)
     claim = result.claims["eps"]
@@ -93,7 +89,7 @@ def test_bad_record_settings_fail_before_anything_is_written(tmp_path, kwargs, m
     assert not out.exists()
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_rescaled_training_windows_come_from_the_file_rows() -> None:
     data = load_forecasting_data("ETTh1", seq_len=48, horizon=4, max_train_windows=16,
                                  max_eval_windows=8)

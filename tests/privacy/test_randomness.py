@@ -5,7 +5,6 @@ stream and written nowhere."""
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -18,8 +17,6 @@ from qpriv.privacy.randomness import SECRET_NOTE, SEEDED_NOTE, randomness_note, 
 from qpriv.privacy.samplers import SECURE_MODE, TORCH_SEEDED
 from qpriv.training.trainer import DIVERGENCE_NOTE
 
-needs_ett = pytest.mark.skipif(not os.environ.get("QPRIV_DATA_DIR"),
-                               reason="QPRIV_DATA_DIR (the ETT csv files) not set")
 TINY = {"seq_len": 48, "max_train_windows": 64, "max_eval_windows": 32, "progress": False,
         "threads": 1}
 TINY_MODEL = {"d_model": 16, "n_heads": 2, "d_ff": 32}
@@ -35,7 +32,7 @@ def notes_of(result: ForecastResult) -> list[str]:
     return [note for claim in result.claims.values() for note in claim.notes]
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_seeded_dp_linear_release_is_replayed_exactly_and_says_so(tmp_path):
     """What the note warns of: the same data and the recorded seed give the released kernel to
     the last bit, so whoever knows the seed can test a neighbouring training set against it.
@@ -54,7 +51,7 @@ def test_a_seeded_dp_linear_release_is_replayed_exactly_and_says_so(tmp_path):
         assert json.loads((tmp_path / name / "config.json").read_text())["seed"] is None
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_secret_dpsgd_run_records_no_seed_anywhere_and_resumes(tmp_path):
     out = tmp_path / "run"
     result = run_forecast(method="dpsgd", eps=1.0, seed=None, epochs=1, out_dir=out,

@@ -43,9 +43,6 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "pre_refactor"
 ETTH1_CHANNELS = ["HUFL", "HULL", "MUFL", "MULL", "LUFL", "LULL", "OT"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-needs_ett = pytest.mark.skipif(
-    not os.environ.get("QPRIV_DATA_DIR"), reason="QPRIV_DATA_DIR (the ETT csv files) not set"
-)
 
 
 class Page(HTMLParser):
@@ -335,7 +332,7 @@ def test_a_reproduction_report_holds_ours_beside_the_papers(tmp_path):
 # -- real runs -------------------------------------------------------------------------------
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_the_forecasts_drawn_are_the_ones_the_run_was_tested_on(ldpt_run_dir):
     """With every test window (one evaluation batch), the drawn forecasts give the run's own
     test MSE: the same model, weights, windows and evaluation noise."""
@@ -348,7 +345,7 @@ def test_the_forecasts_drawn_are_the_ones_the_run_was_tested_on(ldpt_run_dir):
     assert list(few.index) == [0, 16, 31] and few.forecast.shape == (3, 24, 7)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_linear_run_draws_the_forecasts_it_was_tested_on(tmp_path):
     """A dp-linear run (linear.npz, no epochs): with every test window the drawn forecasts give
     its own test MSE, and its page carries the forecast figure but no learning curves."""
@@ -365,7 +362,7 @@ def test_a_linear_run_draws_the_forecasts_it_was_tested_on(tmp_path):
     assert len(page.images) == 1 and "3 test windows" in "".join(page.text)
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_secret_seed_linear_runs_page_names_its_noise_sampler(tmp_path):
     """The sampler a release's noise came from is on its page: in the claim's derivation and
     as a numbered note."""
@@ -378,7 +375,7 @@ def test_a_secret_seed_linear_runs_page_names_its_noise_sampler(tmp_path):
     assert sum(text.count(VETTED_SAMPLER_NOTE) for text in page.text) == 1
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_a_real_run_report_draws_curves_and_forecasts(ldpt_run_dir, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(ldpt_run_dir, run)
@@ -399,7 +396,7 @@ def test_a_real_run_report_draws_curves_and_forecasts(ldpt_run_dir, tmp_path, ca
     assert not list(run.glob("*.tmp*"))
 
 
-@needs_ett
+@pytest.mark.needs_ett
 def test_data_that_cannot_be_found_is_said_on_the_page(ldpt_run_dir, tmp_path, monkeypatch):
     run = tmp_path / "run"
     shutil.copytree(ldpt_run_dir, run)

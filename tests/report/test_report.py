@@ -266,6 +266,7 @@ def test_a_run_report_shows_every_claim_and_the_scores(tmp_path, no_data):
     scores = {row["score"][0]: row["value"] for row in page.table_with("score")}
     assert scores["test MSE (z-scored)"] == (f"{result['mse']:.4g}", True)
     assert scores["best epoch"] == ("2", True)
+    assert scores["validation MSE (best epoch)"] == (f"{result['val_loss']:.4g}", True)
     settings = {row["setting"][0]: row["value"] for row in page.table_with("setting")}
     assert settings["method"] == ("ldpt", False)
     # the learning curves are an embedded PNG; the forecasts need the data: said so
@@ -596,6 +597,12 @@ def test_a_run_report_shows_the_floor_and_the_reference_beside_its_score(ridge_r
         rows = {row[0].text: row[1].text for row in block.rows}
         assert rows[own] == number_text(result.mse)
         assert rows["capture = (floor - run) / (floor - ridge)"] == capture
+    # a closed-form fit picks no epoch: its validation score is not labelled with one
+    scores = {row["score"][0]: row["value"] for row in Page(render_report(ridge_run))
+              .table_with("score")}
+    assert "validation MSE (best epoch)" not in scores and "best epoch" not in scores
+    assert scores["validation MSE"][0] == number_text(
+        json.loads((ridge_run / "result.json").read_text())["val_loss"])
 
 
 def test_forecasts_are_drawn_in_the_datas_own_units(ridge_run):

@@ -88,7 +88,8 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
         scores += [(f"test MSE, mean of {raw.get('passes')} passes", raw["mse_mean"]),
                    ("test MSE, sd over passes", spread),
                    (f"test MAE, mean of {raw.get('passes')} passes", raw.get("mae_mean"))]
-    scores += [("validation MSE (best epoch)", result.val_loss),
+    trained = result.epochs is not None  # a closed-form fit has no epoch to pick
+    scores += [("validation MSE (best epoch)" if trained else "validation MSE", result.val_loss),
                ("best epoch", result.best_epoch or None),
                ("seconds per epoch, training", result.seconds_per_epoch),
                ("seconds per epoch, validation", _mean_of(result.history, "val_seconds")),

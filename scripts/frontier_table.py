@@ -13,6 +13,10 @@ with the unit its eps is stated at and, for ``dp-linear``, its capture of the fl
 gap, then one line per setting saying whether ``dp-linear`` beats the public floor.
 
     python scripts/frontier_table.py --results results
+
+With ``--record-dpsgd`` it prints the README's other table instead: the record-unit DP-SGD
+frontiers (``results/frontier-<dataset>-H<horizon>-record-dpsgd/``), each private method at
+eps 0.1 / 1 beside the floor and the noiseless ``dlinear``.
 """
 
 from __future__ import annotations
@@ -247,13 +251,52 @@ def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None])
     return f"- {setting}, {unit} unit, against the floor {floor:.4f}: " + "; ".join(words) + "."
 
 
+RECORD_DPSGD = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-record-dpsgd$")
+"""The record-unit DP-SGD frontiers (``qpriv frontier --unit record --methods dpsgd
+dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge``)."""
+RECORD_DPSGD_METHODS = (("dp-linear", "dp-linear"), ("dpsgd", "dpsgd (transformer)"),
+                        ("dpsgd-tuned", "dpsgd-tuned"), ("dpsgd-linear", "dpsgd-linear"),
+                        ("dpsgd-dlinear", "dpsgd-dlinear"))
+"""The private methods of the README's record-unit DP-SGD table, as its columns name them."""
+NOT_RUN = "not run yet"
+"""A cell of that table missing from its published frontier (the transformer's cells take
+40-100 minutes each; they are run as resumable cells and the folder is re-published)."""
+
+def record_dpsgd_table(results: Path) -> str:
+    """The README's record-unit DP-SGD table: one row per published
+    ``frontier-<D>-H<H>-record-dpsgd`` folder, each private method's test MSE (mean ± sd over
+    its seeds) at eps 0.1 / 1 beside the floor and ``dlinear`` (``dpsgd-dlinear``'s noiseless
+    twin)."""
+    lines = ["| setting | floor | " + " | ".join(f"{name} eps 0.1 / 1"
+                                              for _, name in RECORD_DPSGD_METHODS)
+             + " | dlinear |", "|---" * (len(RECORD_DPSGD_METHODS) + 3) + "|"]
+    found = [(match["dataset"], int(match["horizon"]), folder)
+             for folder in results.glob("frontier-*-record-dpsgd")
+             if (match := RECORD_DPSGD.match(folder.name))]
+    for dataset, horizon, folder in sorted(found):
+        with (folder / "frontier.csv").open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+
+        def cell(method: str, eps: float | None, rows: list[dict] = rows) -> str:
+            row = _row(rows, method, eps)
+            return NOT_RUN if row is None else _mean_sd(row)
+
+        private = [" / ".join(cell(method, e) for e in EPS) for method, _ in RECORD_DPSGD_METHODS]
+        lines.append(f"| {dataset} H = {horizon} | {cell('public', None)} | "
+                     + " | ".join(private) + f" | {cell('dlinear', None)} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
-    """Print the table for the frontiers published under ``--results``."""
+    """Print the table for the frontiers published under ``--results`` (``--record-dpsgd``:
+    the README's record-unit DP-SGD table)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", default="results", type=Path,
                         help="the folder of published results (default: results)")
+    parser.add_argument("--record-dpsgd", action="store_true",
+                        help="print the README's record-unit DP-SGD table instead")
     args = parser.parse_args()
-    print(table(args.results), end="")
+    print((record_dpsgd_table if args.record_dpsgd else table)(args.results), end="")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,38 @@ def test_the_readme_holds_the_table_the_script_prints(load_script):
     assert printed in (ROOT / "docs" / "frontier.md").read_text()
 
 
+def test_the_readme_holds_the_record_dpsgd_table_the_script_prints(load_script):
+    """The README's record-unit DP-SGD table is the published folders' numbers: regenerate it
+    with ``scripts/frontier_table.py --record-dpsgd`` whenever one is re-published."""
+    script = load_script("frontier_table")
+    printed = script.record_dpsgd_table(ROOT / "results")
+    assert printed in (ROOT / "README.md").read_text()
+    rows = [line.split(" | ") for line in printed.splitlines()[2:]]
+    assert [row[0] for row in rows] == [
+        "| ETTh1 H = 24", "| ETTh1 H = 96", "| ETTh2 H = 24", "| ETTh2 H = 96"]
+    header = printed.splitlines()[0].split(" | ")
+    linear = [i for i, name in enumerate(header) if "transformer" not in name
+              and "tuned" not in name]
+    assert all(script.NOT_RUN not in row[i] for row in rows for i in linear)  # all published
+    assert rows[0][1] == "0.3423"  # the floor: the published public row
+
+
+def test_the_record_dpsgd_table_reads_each_cell_and_marks_the_missing(load_script, tmp_path):
+    script = load_script("frontier_table")
+    rows = [{"method": "public", "eps": "", "mse_mean": "0.5"},
+            {"method": "dpsgd", "eps": "1.0", "mse_mean": "2.5"},
+            {"method": "dp-linear", "eps": "0.1", "mse_mean": "0.45", "mse_sd": "0.01"},
+            {"method": "dp-linear", "eps": "1.0", "mse_mean": "0.4", "mse_sd": "0.002"}]
+    _publish(tmp_path / "frontier-X-H7-record-dpsgd", rows)
+    _publish(tmp_path / "frontier-X-H7-record", rows[:1])  # another kind of folder: not read
+    lines = script.record_dpsgd_table(tmp_path).splitlines()
+    assert len(lines) == 3
+    cells = lines[2].split(" | ")
+    assert cells[:4] == ["| X H = 7", "0.5", "0.45 ± 0.01 / 0.4 ± 0.002",
+                         f"{script.NOT_RUN} / 2.5"]
+    assert cells[-1] == f"{script.NOT_RUN} |"
+
+
 def test_every_setting_has_both_units_published_and_its_paper_numbers(load_script):
     script = load_script("frontier_table")
     published = script.frontiers(ROOT / "results")

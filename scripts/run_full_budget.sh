@@ -7,7 +7,8 @@
 # on its dataset and horizon (the grids of one setting share transformer cells), so the two
 # lanes never train the same cell: a lane that finds a setting taken moves on to the next grid.
 # When a grid finishes it is published into results/ (scripts/publish_results.py); commit those.
-# A grid already published under results/ is skipped.
+# A grid already published under results/ is skipped (a record-unit DP-SGD folder once it
+# holds every cell).
 #
 # The grids outlast a machine, so their finished cells are carried through the repository
 # (scripts/carry_cells.py): on start the cells in CARRY (default
@@ -55,8 +56,10 @@ grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under
     shift 4
     local command="qpriv $*"
     # a published grid is done: its cells need not be on this machine (delete results/NAME to
-    # run it again)
-    if [ -e "results/$name" ]; then
+    # run it again); with GROWING="EPS,EPS METHOD..." it was published while some of its cells
+    # were still to run, so it runs again (its finished cells are read) until its folder holds
+    # every method at every eps (complete below)
+    if [ -e "results/$name" ] && { [ -z "${GROWING:-}" ] || complete "results/$name" $GROWING; }; then
         echo "$name: already published in results/$name; skipped" >&2
         return 0
     fi
@@ -77,6 +80,19 @@ grid() {  # grid LOCK NAME KIND ID COMMAND...: run a grid, then publish it under
     exec {fd}>&-
 }
 
+complete() {  # complete FOLDER EPS,EPS METHOD...: its frontier.csv has every method at every eps
+    "$PYTHON" - "$@" <<'PY'
+import csv, sys
+from pathlib import Path
+folder, eps, methods = Path(sys.argv[1]), [float(e) for e in sys.argv[2].split(",")], sys.argv[3:]
+with (folder / "frontier.csv").open(newline="") as handle:
+    rows = {(r["method"], float(r["eps"]) if r["eps"] else None) for r in csv.DictReader(handle)}
+# a method without eps (the floor, the references) has one row; every other, one per eps
+missing = [m for m in methods if (m, None) not in rows and any((m, e) not in rows for e in eps)]
+sys.exit(1 if missing else 0)
+PY
+}
+
 frontier() {  # frontier DATASET HORIZON UNIT [EPS...]: every eps of the default where none given
     local dataset=$1 horizon=$2 unit=$3
     shift 3
@@ -91,6 +107,18 @@ frontier() {  # frontier DATASET HORIZON UNIT [EPS...]: every eps of the default
 OTHER_SETTINGS=("ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24")
 OTHER_EPS=(0.1 1)
 
+# DP-SGD at the record unit: the linear family's cells take seconds, the transformer's 40-100
+# minutes each; each folder is published as its grid finishes and run again while it lacks a
+# cell (the folders were first published with the linear family alone)
+RECORD_DPSGD_SETTINGS=("ETTh1 24" "ETTh1 96" "ETTh2 24" "ETTh2 96")
+RECORD_DPSGD_METHODS=(dpsgd dpsgd-tuned dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge)
+
+record_dpsgd() {  # record_dpsgd DATASET HORIZON
+    GROWING="0.1,1 ${RECORD_DPSGD_METHODS[*]}" grid "$1-H$2" "frontier-$1-H$2-record-dpsgd" frontier "$1-H$2-record" \
+        frontier --dataset "$1" --horizon "$2" --unit record --eps 0.1 1 \
+        --methods "${RECORD_DPSGD_METHODS[@]}" --out "$OUT" --threads 1
+}
+
 forecasting() {
     grid ETTh1-H24 table3 reproduce table3 reproduce table3 --out "$OUT" --threads 1
     frontier ETTh1 24 record
@@ -99,6 +127,9 @@ forecasting() {
     for setting in "${OTHER_SETTINGS[@]}"; do
         frontier $setting record "${OTHER_EPS[@]}"
         frontier $setting window "${OTHER_EPS[@]}"
+    done
+    for setting in "${RECORD_DPSGD_SETTINGS[@]}"; do
+        record_dpsgd $setting
     done
 }
 
@@ -111,6 +142,9 @@ classifiers() {
     for ((i = ${#OTHER_SETTINGS[@]} - 1; i >= 0; i--)); do
         frontier ${OTHER_SETTINGS[$i]} record "${OTHER_EPS[@]}"
         frontier ${OTHER_SETTINGS[$i]} window "${OTHER_EPS[@]}"
+    done
+    for ((i = ${#RECORD_DPSGD_SETTINGS[@]} - 1; i >= 0; i--)); do
+        record_dpsgd ${RECORD_DPSGD_SETTINGS[$i]}
     done
 }
 

@@ -253,7 +253,7 @@ def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None])
 
 RECORD_DPSGD = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-record-dpsgd$")
 """The record-unit DP-SGD frontiers (``qpriv frontier --unit record --methods dpsgd
-dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge``)."""
+dpsgd-tuned dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge``)."""
 RECORD_DPSGD_METHODS = (("dp-linear", "dp-linear"), ("dpsgd", "dpsgd (transformer)"),
                         ("dpsgd-tuned", "dpsgd-tuned"), ("dpsgd-linear", "dpsgd-linear"),
                         ("dpsgd-dlinear", "dpsgd-dlinear"))
@@ -267,7 +267,8 @@ def record_dpsgd_table(results: Path) -> str:
     ``frontier-<D>-H<H>-record-dpsgd`` folder, each private method's test MSE (mean ± sd over
     its seeds) at eps 0.1 / 1 beside the floor and ``dlinear`` (``dpsgd-dlinear``'s noiseless
     twin)."""
-    lines = ["| setting | floor | " + " | ".join(f"{name} eps 0.1 / 1"
+    eps = " / ".join(f"{e:g}" for e in EPS)
+    lines = ["| setting | floor | " + " | ".join(f"{name} eps {eps}"
                                               for _, name in RECORD_DPSGD_METHODS)
              + " | dlinear |", "|---" * (len(RECORD_DPSGD_METHODS) + 3) + "|"]
     found = [(match["dataset"], int(match["horizon"]), folder)

@@ -94,7 +94,7 @@ def forecast_run_section(run_dir: Path, *, title: str, data_dir: str | Path | No
                ("seconds per epoch, training", result.seconds_per_epoch),
                ("seconds per epoch, validation", _mean_of(result.history, "val_seconds")),
                ("diverged at epoch", result.diverged_epoch)]
-    if result.epochs is None:
+    if not trained:
         scores.append(("seconds (closed-form fit)", raw.get("seconds")))
     section.blocks.append(key_values("Scores", scores, headers=("score", "value")))
     section.blocks.append(reference_block(run_dir, result=result, data_dir=data_dir))

@@ -24,7 +24,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks scripts
 
 test: lint
-	$(PY) -m pytest -q --durations=20
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=20
 
 bench: $(STAMP)
 	$(PY) benchmarks/quantum_features.py

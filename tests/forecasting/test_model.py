@@ -13,6 +13,7 @@ from qpriv.forecasting.layers import Injection, QCAdaLN
 from qpriv.forecasting.methods import METHODS, setup_method
 from qpriv.forecasting.model import LDPTForecaster, PassNoise
 from qpriv.privacy.calibration import calibrate
+from qpriv.training.dpsgd import PER_EXAMPLE_CHUNK, DPSGDStrategy
 
 TINY = ModelConfig(seq_len=32, horizon=4, n_channels=3, dim=4, stride=4, d_model=16,
                    n_heads=4, d_ff=32, n_shots=64)
@@ -228,6 +229,27 @@ def test_per_window_gradients_sum_to_the_batch_gradient():
     whole = grads(x, y)
     parts = sum(grads(x[i : i + 1], y[i : i + 1]) for i in range(4))
     torch.testing.assert_close(whole, parts, rtol=1e-4, atol=1e-5)
+
+
+def test_a_dpsgd_step_in_chunks_is_the_step_in_one_call():
+    """PER_EXAMPLE_CHUNK bounds memory only: a DP-SGD step over 150 windows in vmap chunks of
+    64 (the default) moves the weights exactly as one call over all 150 does, noise included."""
+    x, y = batch(150), batch(150, seed=9)[:, : TINY.horizon]
+    moved = []
+    for chunk in (PER_EXAMPLE_CHUNK, None):
+        model = build("classical")
+        strategy = DPSGDStrategy(clip=0.5, noise_multiplier=0.7, sample_rate=0.5,
+                                 steps_per_epoch=1, delta=1e-5, seed=3, chunk_size=chunk)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        strategy.prepare(model, optimizer, n_train=300, batch_size=150)
+        strategy.step(model, x, y, optimizer=optimizer, scaler=None, amp=False,
+                      loss=F.mse_loss)
+        moved.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+    assert PER_EXAMPLE_CHUNK < 150 and DPSGDStrategy.__init__.__kwdefaults__[
+        "chunk_size"] == PER_EXAMPLE_CHUNK
+    assert torch.equal(moved[0], moved[1])
+    assert not torch.equal(moved[0], torch.cat([p.detach().flatten()
+                                                for p in build("classical").parameters()]))
 
 
 def test_ldpt_method_is_calibrated():

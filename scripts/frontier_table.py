@@ -262,15 +262,19 @@ NOT_RUN = "not run yet"
 """A cell of that table missing from its published frontier (the transformer's cells take
 40-100 minutes each; they are run as resumable cells and the folder is re-published)."""
 
+TWIN = "classical (transformer, no noise)"
+"""The header of the transformer's noiseless twin in :func:`record_dpsgd_table`."""
+
+
 def record_dpsgd_table(results: Path) -> str:
     """The README's record-unit DP-SGD table: one row per published
     ``frontier-<D>-H<H>-record-dpsgd`` folder, each private method's test MSE (mean ± sd over
-    its seeds) at eps 0.1 / 1 beside the floor and ``dlinear`` (``dpsgd-dlinear``'s noiseless
-    twin)."""
+    its seeds) at eps 0.1 / 1 beside the floor and the noiseless twins: ``dlinear``
+    (``dpsgd-dlinear``'s) and ``classical`` (the transformer's, one seed)."""
     eps = " / ".join(f"{e:g}" for e in EPS)
     lines = ["| setting | floor | " + " | ".join(f"{name} eps {eps}"
                                               for _, name in RECORD_DPSGD_METHODS)
-             + " | dlinear |", "|---" * (len(RECORD_DPSGD_METHODS) + 3) + "|"]
+             + f" | dlinear | {TWIN} |", "|---" * (len(RECORD_DPSGD_METHODS) + 4) + "|"]
     found = [(match["dataset"], int(match["horizon"]), folder)
              for folder in results.glob("frontier-*-record-dpsgd")
              if (match := RECORD_DPSGD.match(folder.name))]
@@ -284,7 +288,8 @@ def record_dpsgd_table(results: Path) -> str:
 
         private = [" / ".join(cell(method, e) for e in EPS) for method, _ in RECORD_DPSGD_METHODS]
         lines.append(f"| {dataset} H = {horizon} | {cell('public', None)} | "
-                     + " | ".join(private) + f" | {cell('dlinear', None)} |")
+                     + " | ".join(private) + f" | {cell('dlinear', None)} | "
+                     f"{cell('classical', None)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -36,7 +36,8 @@ def test_the_record_dpsgd_table_reads_each_cell_and_marks_the_missing(load_scrip
     rows = [{"method": "public", "eps": "", "mse_mean": "0.5"},
             {"method": "dpsgd", "eps": "1.0", "mse_mean": "2.5"},
             {"method": "dp-linear", "eps": "0.1", "mse_mean": "0.45", "mse_sd": "0.01"},
-            {"method": "dp-linear", "eps": "1.0", "mse_mean": "0.4", "mse_sd": "0.002"}]
+            {"method": "dp-linear", "eps": "1.0", "mse_mean": "0.4", "mse_sd": "0.002"},
+            {"method": "classical", "eps": "", "mse_mean": "0.3"}]
     _publish(tmp_path / "frontier-X-H7-record-dpsgd", rows)
     _publish(tmp_path / "frontier-X-H7-record", rows[:1])  # another kind of folder: not read
     lines = script.record_dpsgd_table(tmp_path).splitlines()
@@ -44,7 +45,9 @@ def test_the_record_dpsgd_table_reads_each_cell_and_marks_the_missing(load_scrip
     cells = lines[2].split(" | ")
     assert cells[:4] == ["| X H = 7", "0.5", "0.45 ± 0.01 / 0.4 ± 0.002",
                          f"{script.NOT_RUN} / 2.5"]
-    assert cells[-1] == f"{script.NOT_RUN} |"
+    assert cells[-2:] == [script.NOT_RUN, "0.3 |"]  # dlinear not run; classical read
+    assert lines[0].endswith(f"| dlinear | {script.TWIN} |")
+    assert lines[1].count("|---") == lines[0].count(" | ") + 1
 
 
 def test_every_setting_has_both_units_published_and_its_paper_numbers(load_script):

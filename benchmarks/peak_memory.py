@@ -22,7 +22,7 @@ same step with every window of a batch in one call (``dpsgd-one-call``) is measu
 run as its reference, and the ratio printed: at batch 64 they are one call, at ``dpsgd-tuned``'s
 512 (``--batch-size 512``) the chunks keep the peak from growing with the batch.
 
-    python benchmarks/peak_memory.py                 # both full epochs (minutes)
+    python benchmarks/peak_memory.py                 # the three full epochs (minutes)
     python benchmarks/peak_memory.py --batches 10
 """
 

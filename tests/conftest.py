@@ -21,14 +21,15 @@ if not os.environ.get(DATA_DIR_ENV) and (cache_dir() / "ETTh1.csv").is_file():
     os.environ[DATA_DIR_ENV] = str(cache_dir())
 
 
-#: Tests that must not run beside one another when pytest-xdist spreads the suite over
-#: workers (``make test``: ``-n 2 --dist loadgroup``), each group kept on one worker in turn:
-#: the federations start a SuperLink and a SuperNode per site whose SecAgg+ stages run under
-#: timeouts (two federations at once on two cores would be slower than they allow), and the
-#: Ray tests each start a local cluster sized to the machine's two cores.
 SERIAL_GROUPS = {"federation": lambda item: item.path.parent.name == "federated"
                  and item.get_closest_marker("slow") is not None,
-                 "ray": lambda item: "local_ray" in getattr(item, "fixturenames", ())}
+                 "ray": lambda item: "local_ray" in getattr(item, "fixturenames", ())
+                 or item.path.name.startswith("test_ray_")}
+"""Tests that must not run beside one another when pytest-xdist spreads the suite over
+workers (``make test``: ``-n 2 --dist loadgroup``), each group kept on one worker in turn: the
+federations start a SuperLink and a SuperNode per site whose SecAgg+ stages run under timeouts
+(two federations at once on two cores would be slower than they allow), and the Ray tests each
+start a local cluster sized to the machine's two cores (through ``local_ray``, or their own)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the marks

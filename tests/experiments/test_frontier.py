@@ -350,6 +350,10 @@ def test_labels_and_ticks_stay_readable_across_four_decades():
              if t.get_text() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
     assert clashes(ticks) == []
     assert {"1", "10", "100", "1000", "0.5", "5", "50"} <= {t.get_text() for t in ticks}
+    # three digits would round 999.7 to "1e+03": whole numbers from there on
+    rows[0]["mse_mean"] = 999.7
+    fig = figures.frontier_plot(rows, title="t", stamp="s", out=io.BytesIO())
+    assert "1000" in [t.get_text() for t in fig.axes[0].texts]
 
 
 def test_references_that_score_alike_stay_apart_by_their_dash():

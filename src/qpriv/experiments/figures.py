@@ -44,8 +44,8 @@ def _log_y(ax: Any) -> None:
 
 def _mse_text(value: float) -> str:
     """A point's MSE as its label: three digits (0.326, 21.1), whole numbers from 1000 on
-    (1305, not 1.31e+03)."""
-    return f"{value:.0f}" if value >= 1000 else f"{value:.3g}"
+    (1305, not 1.31e+03; from 999.5 on, which three digits would round to 1e+03)."""
+    return f"{value:.0f}" if value >= 999.5 else f"{value:.3g}"
 
 
 def _unstack(ax: Any, labels: Sequence[Any], *, gap_pt: float = 1.0) -> None:
@@ -57,9 +57,9 @@ def _unstack(ax: Any, labels: Sequence[Any], *, gap_pt: float = 1.0) -> None:
     these few lines give exactly, where a general label-repelling package moves them off
     their points in two dimensions. Call it once the axes' limits and layout are final."""
     points_per_pixel = 72.0 / ax.figure.dpi
-    by_eps: dict[float, list[Any]] = {}
-    for label in labels:
-        by_eps.setdefault(label.xy[0], []).append(label)
+    by_eps: dict[tuple[float, str], list[Any]] = {}
+    for label in labels:  # the labels right of their points apart from those left of theirs
+        by_eps.setdefault((label.xy[0], label.get_horizontalalignment()), []).append(label)
     bottom_of_axes = ax.transAxes.transform((0, 0))[1] * points_per_pixel
     for column in by_eps.values():
         column.sort(key=lambda label: -label.xy[1])

@@ -107,16 +107,23 @@ frontier() {  # frontier DATASET HORIZON UNIT [EPS...]: every eps of the default
 OTHER_SETTINGS=("ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24")
 OTHER_EPS=(0.1 1)
 
-# DP-SGD at the record unit: the linear family's cells take seconds, the transformer's 40-100
-# minutes each; each folder is published as its grid finishes and run again while it lacks a
-# cell (the folders were first published with the linear family alone)
+# DP-SGD at the record unit: the linear family's cells take seconds, the transformer's 40-120
+# minutes each (dpsgd-tuned's about 2 hours); each folder is published as its grid finishes and
+# run again while it lacks a cell (the folders were first published with the linear family
+# alone). classical is the transformer's noiseless twin (the cell Table 3 and the other
+# frontiers share, where they ran).
 RECORD_DPSGD_SETTINGS=("ETTh1 24" "ETTh1 96" "ETTh2 24" "ETTh2 96")
-RECORD_DPSGD_METHODS=(dpsgd dpsgd-tuned dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge)
+RECORD_DPSGD_METHODS=(dpsgd dpsgd-tuned classical dpsgd-linear dpsgd-dlinear dlinear dp-linear
+                      public ridge)
+RECORD_DPSGD_EPS=(0.1 1)
 
 record_dpsgd() {  # record_dpsgd DATASET HORIZON
-    GROWING="0.1,1 ${RECORD_DPSGD_METHODS[*]}" grid "$1-H$2" "frontier-$1-H$2-record-dpsgd" frontier "$1-H$2-record" \
-        frontier --dataset "$1" --horizon "$2" --unit record --eps 0.1 1 \
-        --methods "${RECORD_DPSGD_METHODS[@]}" --out "$OUT" --threads 1
+    local eps
+    eps=$(IFS=,; echo "${RECORD_DPSGD_EPS[*]}")
+    GROWING="$eps ${RECORD_DPSGD_METHODS[*]}" grid "$1-H$2" "frontier-$1-H$2-record-dpsgd" \
+        frontier "$1-H$2-record" frontier --dataset "$1" --horizon "$2" --unit record \
+        --eps "${RECORD_DPSGD_EPS[@]}" --methods "${RECORD_DPSGD_METHODS[@]}" --out "$OUT" \
+        --threads 1
 }
 
 forecasting() {

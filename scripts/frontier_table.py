@@ -253,14 +253,14 @@ def verdict(setting: str, unit: str, floor: float, cells: Sequence[dict | None])
 
 RECORD_DPSGD = re.compile(r"^frontier-(?P<dataset>.+)-H(?P<horizon>\d+)-record-dpsgd$")
 """The record-unit DP-SGD frontiers (``qpriv frontier --unit record --methods dpsgd
-dpsgd-tuned dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge``)."""
+dpsgd-tuned classical dpsgd-linear dpsgd-dlinear dlinear dp-linear public ridge``)."""
 RECORD_DPSGD_METHODS = (("dp-linear", "dp-linear"), ("dpsgd", "dpsgd (transformer)"),
                         ("dpsgd-tuned", "dpsgd-tuned"), ("dpsgd-linear", "dpsgd-linear"),
                         ("dpsgd-dlinear", "dpsgd-dlinear"))
 """The private methods of the README's record-unit DP-SGD table, as its columns name them."""
 NOT_RUN = "not run yet"
 """A cell of that table missing from its published frontier (the transformer's cells take
-40-100 minutes each; they are run as resumable cells and the folder is re-published)."""
+40 minutes to 2 hours each; they are run as resumable cells and the folder is re-published)."""
 
 TWIN = "classical (transformer, no noise)"
 """The header of the transformer's noiseless twin in :func:`record_dpsgd_table`."""

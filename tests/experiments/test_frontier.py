@@ -384,7 +384,8 @@ def test_a_figure_of_only_failed_cells_says_so_without_a_warning(recwarn):
 
 
 def test_the_budget_line_names_only_the_families_on_the_frontier():
-    backbone = "budget full: the method's epochs (20), every training window, every evaluation "
+    backbone = ("budget full: the method's epochs (20; dpsgd-tuned 50), every training window, "
+                "every evaluation ")
     assert frontier_stamp(FULL, methods=["dp-linear", "public", "ridge"]) == (
         "budget full: linear family: L = 336, every training window")
     assert frontier_stamp(FULL, methods=["ldpt", "classical"]).startswith(backbone)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qpriv.forecasting.csv_input import CsvFormat
+from qpriv.forecasting.methods import DEFAULT_EPOCHS, TUNED_EPOCHS
 
 PAPER_EPS = (0.1, 0.5, 1.0, 5.0)
 PAPER_SEEDS = (2024, 2025, 2026)
@@ -106,7 +107,8 @@ BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
 def budget_stamp(budget: Budget) -> str:
     """What a forecasting run of ``budget`` spends, in one line for a figure's corner:
     ``budget quick: 1 epoch, 256 training and 128 evaluation windows, L = 336``."""
-    epochs = ("the method's epochs (20)" if budget.epochs is None
+    epochs = (f"the method's epochs ({DEFAULT_EPOCHS}; dpsgd-tuned {TUNED_EPOCHS})"
+              if budget.epochs is None
               else f"{budget.epochs} epoch{'s' if budget.epochs != 1 else ''}")
     train = ("every training window" if budget.max_train_windows is None
              else f"{budget.max_train_windows} training windows")

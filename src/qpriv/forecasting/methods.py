@@ -170,6 +170,9 @@ method that sets its noise per pass, the released model's eps of the global (eps
 ones (dp-linear, DP-SGD); :func:`run_budget` types it by which."""
 DEFAULT_EPOCHS = 20
 """Training epochs of a backbone method that names none (the LDPT paper's)."""
+TUNED_EPOCHS = 50
+"""Training epochs of ``dpsgd-tuned``, the one backbone method that names its own (paper
+section 8.3)."""
 ACCOUNTINGS = ("paper", "rigorous")
 """How an LDPT run's channel is calibrated and accounted (``accounting=``): the paper's per-pass
 eps_s, or the rigorous record-level eps over the whole training; the run and its side-channel
@@ -413,7 +416,7 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
     # the paper says "a warmup" without its length; 5 of the 50 epochs is our choice
     return replace(_dpsgd(base, eps),
-                   training={"batch_size": 512, "epochs": 50, "warmup_epochs": 5})
+                   training={"batch_size": 512, "epochs": TUNED_EPOCHS, "warmup_epochs": 5})
 
 
 @register("dp-input", privacy=Kind.LOCAL_DP, needs_eps=True,

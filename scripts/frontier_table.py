@@ -260,7 +260,7 @@ RECORD_DPSGD_METHODS = (("dp-linear", "dp-linear"), ("dpsgd", "dpsgd (transforme
 """The private methods of the README's record-unit DP-SGD table, as its columns name them."""
 NOT_RUN = "not run yet"
 """A cell of that table missing from its published frontier (the transformer's cells take
-40 minutes to 2 hours each; they are run as resumable cells and the folder is re-published)."""
+40 minutes to 3 hours each; they are run as resumable cells and the folder is re-published)."""
 
 TWIN = "classical (transformer, no noise)"
 """The header of the transformer's noiseless twin in :func:`record_dpsgd_table`."""

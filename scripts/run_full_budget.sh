@@ -108,7 +108,7 @@ OTHER_SETTINGS=("ETTh1 96" "ETTh1 336" "ETTh1 720" "ETTh2 24")
 OTHER_EPS=(0.1 1)
 
 # DP-SGD at the record unit: the linear family's cells take seconds, the transformer's 40-120
-# minutes each (dpsgd-tuned's about 2 hours); each folder is published as its grid finishes and
+# minutes each (dpsgd-tuned's 1.5 to 3 hours); each folder is published as its grid finishes and
 # run again while it lacks a cell (the folders were first published with the linear family
 # alone). classical is the transformer's noiseless twin (the cell Table 3 and the other
 # frontiers share, where they ran).

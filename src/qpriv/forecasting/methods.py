@@ -411,10 +411,10 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
 
 
 @register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
-          summary="DP-SGD with batch 512, 50 epochs and a 5-epoch learning-rate warm-up "
-                  "(paper section 8.3)")
+          summary=f"DP-SGD with batch 512, {TUNED_EPOCHS} epochs and a 5-epoch learning-rate "
+                  "warm-up (paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
-    # the paper says "a warmup" without its length; 5 of the 50 epochs is our choice
+    # the paper says "a warmup" without its length; 5 of its epochs is our choice
     return replace(_dpsgd(base, eps),
                    training={"batch_size": 512, "epochs": TUNED_EPOCHS, "warmup_epochs": 5})
 

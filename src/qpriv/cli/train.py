@@ -23,10 +23,12 @@ from qpriv.cli.common import (
 from qpriv.errors import InvalidInputError, require_in_range
 from qpriv.forecasting.linear_design import DEFAULTS, SELECT_CHOICES
 from qpriv.forecasting.methods import (
+    DEFAULT_BATCH,
     DEFAULT_EPOCHS,
     DEFAULT_EPS,
     METHODS,
     RECOMMENDED,
+    TUNED_BATCH,
 )
 from qpriv.forecasting.records import ForecastResult
 from qpriv.privacy.budget import FEATURE_PATH_DELTA
@@ -70,8 +72,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--seq-len", type=positive_int, default=336,
                     help="look-back L (the paper's)")
     tr.add_argument("--batch", type=positive_int,
-                    help="training batch (default: the method's, 64; 512 for dpsgd-tuned); "
-                         "DP-SGD's expected Poisson batch")
+                    help=f"training batch (default: the method's, {DEFAULT_BATCH}; "
+                         f"{TUNED_BATCH} for dpsgd-tuned); DP-SGD's expected Poisson batch")
     tr.add_argument("--epochs", type=positive_int,
                     help=f"training epochs (default: the method's, {DEFAULT_EPOCHS} for most)")
     tr.add_argument("--accounting", choices=("paper", "rigorous"), default="paper",

@@ -38,7 +38,13 @@ from qpriv.experiments.grid import (
 from qpriv.experiments.paper_numbers import PAPER_TABLES
 from qpriv.experiments.registry import EXPERIMENTS, experiment
 from qpriv.forecasting.config import ModelConfig
-from qpriv.forecasting.methods import BACKBONE, METHODS, setup_method
+from qpriv.forecasting.methods import (
+    BACKBONE,
+    DEFAULT_BATCH,
+    METHODS,
+    TUNED_BATCH,
+    setup_method,
+)
 from qpriv.forecasting.records import ForecastResult
 from qpriv.forecasting.run import run_forecast
 from qpriv.privacy.claims import Kind
@@ -235,7 +241,8 @@ def run_cell(cell: Cell, *, budget: Budget, out_dir: Path, data_dir: str | Path 
     overrides = dict(budget.model) | overrides
     batch = None
     if budget.max_train_windows is not None:  # a small budget still fits one batch
-        batch = min(512 if cell.method == "dpsgd-tuned" else 64, budget.max_train_windows)
+        batch = min(TUNED_BATCH if cell.method == "dpsgd-tuned" else DEFAULT_BATCH,
+                    budget.max_train_windows)
 
     def train() -> dict:
         return run_forecast(

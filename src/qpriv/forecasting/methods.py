@@ -170,9 +170,14 @@ method that sets its noise per pass, the released model's eps of the global (eps
 ones (dp-linear, DP-SGD); :func:`run_budget` types it by which."""
 DEFAULT_EPOCHS = 20
 """Training epochs of a backbone method that names none (the LDPT paper's)."""
+DEFAULT_BATCH = 64
+"""Training batch of a backbone method that names none (the LDPT paper's); DP-SGD's expected
+Poisson batch."""
 TUNED_EPOCHS = 50
 """Training epochs of ``dpsgd-tuned``, the one backbone method that names its own (paper
 section 8.3)."""
+TUNED_BATCH = 512
+"""Training batch of ``dpsgd-tuned`` (paper section 8.3)."""
 ACCOUNTINGS = ("paper", "rigorous")
 """How an LDPT run's channel is calibrated and accounted (``accounting=``): the paper's per-pass
 eps_s, or the rigorous record-level eps over the whole training; the run and its side-channel
@@ -411,12 +416,12 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
 
 
 @register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
-          summary=f"DP-SGD with batch 512, {TUNED_EPOCHS} epochs and a 5-epoch learning-rate "
-                  "warm-up (paper section 8.3)")
+          summary=f"DP-SGD with batch {TUNED_BATCH}, {TUNED_EPOCHS} epochs and a 5-epoch "
+                  "learning-rate warm-up (paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
     # the paper says "a warmup" without its length; 5 of its epochs is our choice
     return replace(_dpsgd(base, eps),
-                   training={"batch_size": 512, "epochs": TUNED_EPOCHS, "warmup_epochs": 5})
+                   training={"batch_size": TUNED_BATCH, "epochs": TUNED_EPOCHS, "warmup_epochs": 5})
 
 
 @register("dp-input", privacy=Kind.LOCAL_DP, needs_eps=True,

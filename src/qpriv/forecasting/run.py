@@ -32,6 +32,7 @@ from qpriv.forecasting.datasets import DATASETS
 from qpriv.forecasting.inference import InferenceRecord
 from qpriv.forecasting.linear_run import TRAINED, run_linear
 from qpriv.forecasting.methods import (
+    DEFAULT_BATCH,
     DEFAULT_EPOCHS,
     LINEAR,
     RECOMMENDED,
@@ -133,8 +134,8 @@ def run_forecast(
             for a release, whose noise nobody can replay (:mod:`qpriv.privacy.randomness`;
             a recorded seed lets anyone who reads it replay the mechanism, and the claims of
             such a run say so).
-        batch_size: training batch (default: the method's, 64 for most); DP-SGD's Poisson
-            sampling uses it as the expected batch size.
+        batch_size: training batch (default: the method's, 512 for ``dpsgd-tuned``, 64
+            otherwise); DP-SGD's Poisson sampling uses it as the expected batch size.
         out_dir: where to write config, checkpoints and result; None writes nothing.
         keep_checkpoints: keep the last epoch's ``checkpoint.pt`` of a finished run (by
             default only the best weights, ``best.pt``, stay beside the result); refused for
@@ -437,7 +438,7 @@ def plan_run(method: str, *, target: PrivacyTarget | None, delta: float | None, 
     setup = setup_method(method, base=base, eps=build_eps, overrides=overrides)
     if scaler is not None:
         setup = record_setup(setup, scaler=scaler)
-    training = {"epochs": DEFAULT_EPOCHS, **setup.training}
+    training = {"epochs": DEFAULT_EPOCHS, "batch_size": DEFAULT_BATCH, **setup.training}
     if epochs is not None:
         if training.get("warmup_epochs"):
             training["warmup_epochs"] = training["warmup_epochs"] * epochs // training["epochs"]

@@ -292,7 +292,8 @@ def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
     import io
 
     from qpriv.experiments import figures, qml_protocol
-    from qpriv.experiments.grid import QUICK, budget_stamp
+    from qpriv.experiments.grid import FULL, QUICK, budget_stamp
+    from qpriv.experiments.registry import EXPERIMENTS
 
     rows = [{"method": "classical", "eps": None, "mse": 0.33, "paper_mse": 0.325},
             {"method": "ldpt", "eps": 0.1, "mse": 0.88, "paper_mse": 0.358},
@@ -300,6 +301,10 @@ def test_figures_draw_mse_on_one_log_axis_stamped_with_the_budget():
             {"method": "dpsgd", "eps": 0.1, "mse": 1.4}]
     stamp = budget_stamp(QUICK)
     assert stamp == "budget quick: 1 epoch, 256 training windows, 128 evaluation windows, L = 336"
+    # a budget without epochs names the method's: dpsgd-tuned's own only where it is drawn
+    full = "budget full: the method's epochs ({}), every training window, every evaluation window"
+    assert EXPERIMENTS["table3"].stamp(FULL).startswith(full.format("20"))
+    assert EXPERIMENTS["table13"].stamp(FULL).startswith(full.format("20; dpsgd-tuned 50"))
     buffer = io.BytesIO()
     fig = figures.mse_vs_eps(rows, title="Figure 3", stamp=stamp, out=buffer)
     assert buffer.getvalue()[:4] == b"\x89PNG"

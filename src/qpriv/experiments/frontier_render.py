@@ -52,8 +52,9 @@ def frontier_stamp(budget: Budget, *, methods: Sequence[str] | None = None) -> s
     """The budget line of ``frontier.png``: the backbone's budget and the linear family's
     look-back and windows (:func:`~qpriv.experiments.frontier_plan.linear_settings`), each only
     where ``methods`` (default: any) has a method of that family, so that a closed-form frontier
-    does not describe training it never did."""
+    does not describe training it never did; ``dpsgd-tuned``'s own epochs likewise."""
     families = None if methods is None else {method(name).family for name in methods}
+    backbone = budget_stamp(budget, tuned=methods is None or "dpsgd-tuned" in methods)
     linear = linear_settings(budget)
     train = ("every training window" if linear["max_train_windows"] is None
              else f"{linear['max_train_windows']} training windows")
@@ -61,8 +62,8 @@ def frontier_stamp(budget: Budget, *, methods: Sequence[str] | None = None) -> s
     if families is not None and families == {LINEAR}:
         return f"budget {budget.name}: {linear_part}"
     if families is not None and LINEAR not in families:
-        return budget_stamp(budget)
-    return f"{budget_stamp(budget)}; {linear_part}"
+        return backbone
+    return f"{backbone}; {linear_part}"
 
 
 def write_frontier(report: FrontierReport, where: Path, *, stamp: str) -> None:

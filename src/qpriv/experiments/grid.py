@@ -104,10 +104,12 @@ TINY = Budget("tiny", epochs=1, max_train_windows=64, max_eval_windows=32, seq_l
 BUDGETS = {b.name: b for b in (FULL, QUICK, TINY)}
 
 
-def budget_stamp(budget: Budget) -> str:
+def budget_stamp(budget: Budget, *, tuned: bool = False) -> str:
     """What a forecasting run of ``budget`` spends, in one line for a figure's corner:
-    ``budget quick: 1 epoch, 256 training and 128 evaluation windows, L = 336``."""
-    epochs = (f"the method's epochs ({DEFAULT_EPOCHS}; dpsgd-tuned {TUNED_EPOCHS})"
+    ``budget quick: 1 epoch, 256 training and 128 evaluation windows, L = 336``. ``tuned``:
+    the figure draws ``dpsgd-tuned``, whose own epochs a budget without epochs then names."""
+    own = f"{DEFAULT_EPOCHS}; dpsgd-tuned {TUNED_EPOCHS}" if tuned else f"{DEFAULT_EPOCHS}"
+    epochs = (f"the method's epochs ({own})"
               if budget.epochs is None
               else f"{budget.epochs} epoch{'s' if budget.epochs != 1 else ''}")
     train = ("every training window" if budget.max_train_windows is None

@@ -12,6 +12,7 @@ stored by their own key, so the runs of Table 3 serve Tables 4, 8, 9 and Figure 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from qpriv.errors import InvalidInputError
@@ -22,6 +23,7 @@ from qpriv.experiments.grid import (
     PAPER_SEEDS,
     QML_SEEDS,
     Experiment,
+    budget_stamp,
     grid,
 )
 
@@ -108,7 +110,8 @@ register(Experiment("table12", "Multi-seed results on ETTh2 (seeds 2024-2026)",
 register(Experiment("table13", "Tuned DP-SGD (batch 512, 50 epochs, warm-up) on ETTh1, H = 24",
                     paper="table13",
                     cells=grid(_paper_methods("dpsgd", "dpsgd-tuned", "ldpt")),
-                    metrics=("mse",), full_hours=20.0))
+                    metrics=("mse",), full_hours=20.0,
+                    stamp=functools.partial(budget_stamp, tuned=True)))
 register(Experiment("table14", "Classical bottleneck vs. LDPT on ETTh1", paper="table14",
                     cells=grid([*_paper_methods("bottleneck", "ldpt"), ("dpsgd", (0.1,))],
                                horizons=(24, 48, 96)),

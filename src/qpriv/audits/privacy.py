@@ -36,6 +36,7 @@ from qpriv.audits.privacy_dpsgd_linear import audit_dpsgd_linear_one_run
 from qpriv.audits.privacy_federated import SITES, audit_federated_dp_linear
 from qpriv.audits.privacy_linear import audit_dp_linear
 from qpriv.errors import InvalidInputError
+from qpriv.forecasting.methods import TUNED_BATCH, TUNED_EPOCHS
 from qpriv.privacy.budget import GLOBAL_DELTA
 from qpriv.privacy.claims import PrivacyClaim
 from qpriv.runs.files import read_json_object
@@ -152,8 +153,8 @@ AUDITS: dict[str, MethodAudit] = {
 NOT_YET_AUDITED = {
     "ldpt": "its per-pass claim covers the quantum features, not the weights: qpriv audit "
             "channel and qpriv account's distinguishing game audit it",
-    "dpsgd-tuned": "it takes dpsgd's DP-SGD step and accountant (batch 512, 50 epochs, a "
-                   "warm-up), which the dpsgd game audits: audit dpsgd",
+    "dpsgd-tuned": f"it takes dpsgd's DP-SGD step and accountant (batch {TUNED_BATCH}, "
+                   f"{TUNED_EPOCHS} epochs, a warm-up), which the dpsgd game audits: audit dpsgd",
 }
 
 

@@ -178,6 +178,9 @@ TUNED_EPOCHS = 50
 section 8.3)."""
 TUNED_BATCH = 512
 """Training batch of ``dpsgd-tuned`` (paper section 8.3)."""
+TUNED_WARMUP_EPOCHS = 5
+"""Learning-rate warm-up of ``dpsgd-tuned``: the paper (section 8.3) says "a warmup" without
+its length; 5 of its epochs is our choice."""
 ACCOUNTINGS = ("paper", "rigorous")
 """How an LDPT run's channel is calibrated and accounted (``accounting=``): the paper's per-pass
 eps_s, or the rigorous record-level eps over the whole training; the run and its side-channel
@@ -416,12 +419,12 @@ def _dpsgd(base: ModelConfig, eps: float | None) -> MethodSetup:
 
 
 @register("dpsgd-tuned", privacy=Kind.GLOBAL_DP, needs_eps=True, units=("window", "record"),
-          summary=f"DP-SGD with batch {TUNED_BATCH}, {TUNED_EPOCHS} epochs and a 5-epoch "
-                  "learning-rate warm-up (paper section 8.3)")
+          summary=f"DP-SGD with batch {TUNED_BATCH}, {TUNED_EPOCHS} epochs and a "
+                  f"{TUNED_WARMUP_EPOCHS}-epoch learning-rate warm-up (paper section 8.3)")
 def _dpsgd_tuned(base: ModelConfig, eps: float | None) -> MethodSetup:
-    # the paper says "a warmup" without its length; 5 of its epochs is our choice
     return replace(_dpsgd(base, eps),
-                   training={"batch_size": TUNED_BATCH, "epochs": TUNED_EPOCHS, "warmup_epochs": 5})
+                   training={"batch_size": TUNED_BATCH, "epochs": TUNED_EPOCHS,
+                             "warmup_epochs": TUNED_WARMUP_EPOCHS})
 
 
 @register("dp-input", privacy=Kind.LOCAL_DP, needs_eps=True,

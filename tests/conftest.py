@@ -38,14 +38,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the tests of :data:`SERIAL_GROUPS` marked with their ``xdist_group``, the federations
     first: they are the longest group (about 8 of the suite's 17 minutes, mostly waiting on
     the stages' processes), so their worker starts on them while the other takes the rest."""
-    federations = set()
     for item in items:
         for group, member in SERIAL_GROUPS.items():
             if member(item):
                 item.add_marker(pytest.mark.xdist_group(group))
-                if group == "federation":
-                    federations.add(item.nodeid)
-    items.sort(key=lambda item: item.nodeid not in federations)  # stable: else in order
+    items.sort(key=lambda item: not SERIAL_GROUPS["federation"](item))  # stable: else in order
     if os.environ.get(DATA_DIR_ENV):
         return
     skip = pytest.mark.skip(reason=f"{DATA_DIR_ENV} (the ETT csv files) not set")

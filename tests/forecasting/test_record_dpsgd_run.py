@@ -70,10 +70,12 @@ def test_a_secret_seed_record_run_draws_from_the_release_samplers() -> None:
     claim = result.claims["eps"]
     assert result.seed is None
     assert claim.details["noise_sampler"] == SECURE_MODE  # DP-SGD's noise: ChaCha20
-    assert any("scaler is private" in note and note.endswith(f"its draws from {VETTED}")
+    assert any("scaler is private" in note
+               and note.endswith(f"its draws come from the {VETTED} sampler")
                for note in claim.notes)  # the scaler's quantiles: OpenDP's vetted samplers
     seeded = run_forecast(method="dpsgd", unit="record", eps=4.0, **SMALL)
-    assert any(note.endswith(f"its draws from {SEEDED}") for note in seeded.claims["eps"].notes)
+    assert any(note.endswith(f"its draws come from the {SEEDED} sampler")
+               for note in seeded.claims["eps"].notes)
 
 
 @pytest.mark.parametrize("kwargs, match", [

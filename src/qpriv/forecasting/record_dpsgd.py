@@ -158,7 +158,7 @@ def record_scaling(data: ForecastData, *, scaler: str, eps: float,
         "the z-score scaler is private: per-channel median and 1.4826 x MAD by "
         f"exponential-mechanism quantiles on a data-independent grid at eps = {eps_scaler:.4g} "
         "(pure DP, a record touches one channel), inside the claim by basic composition; "
-        f"its draws from {as_sampler(rng).name}"))
+        f"its draws come from the {as_sampler(rng).name} sampler"))
 
 
 def dpsgd_strategy(setup: MethodSetup, *, n_train: int, train_config: ForecasterTrainConfig,
